@@ -1,0 +1,61 @@
+"""The five independent outcome axes of one delivery operation (seed: "Outcome model").
+
+Acknowledgement is never collapsed into effect: each axis is stored and moved on its own,
+and only the tuples and transitions listed in the design contract (sink/design) are legal.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class ExecutionState(StrEnum):
+    PLANNED = "PLANNED"
+    SEALED = "SEALED"
+    SUBMITTING = "SUBMITTING"
+    RETRY_WAIT = "RETRY_WAIT"
+    ACCEPTED = "ACCEPTED"
+    WAITING = "WAITING"
+    VERIFYING = "VERIFYING"
+    FINALIZED = "FINALIZED"
+
+
+class RemoteEffect(StrEnum):
+    NONE_PROVEN = "NONE_PROVEN"
+    UNDETERMINED = "UNDETERMINED"
+    FULLY_APPLIED = "FULLY_APPLIED"
+    PARTIALLY_APPLIED = "PARTIALLY_APPLIED"
+    UNKNOWN = "UNKNOWN"
+
+
+class AcknowledgementState(StrEnum):
+    NOT_ACCEPTED = "NOT_ACCEPTED"
+    ACCEPTED = "ACCEPTED"
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+    EXPIRED = "EXPIRED"
+    PROTOCOL_UNKNOWN = "PROTOCOL_UNKNOWN"
+
+
+class VerificationState(StrEnum):
+    NOT_RUN = "NOT_RUN"
+    PASSED = "PASSED"
+    FAILED = "FAILED"
+    NOT_PROVABLE = "NOT_PROVABLE"
+
+
+class CheckpointState(StrEnum):
+    BLOCKED = "BLOCKED"
+    ELIGIBLE = "ELIGIBLE"
+    PROMOTED = "PROMOTED"
+
+
+AXES: tuple[tuple[str, type[StrEnum]], ...] = (
+    ("execution_state", ExecutionState),
+    ("remote_effect", RemoteEffect),
+    ("acknowledgement_state", AcknowledgementState),
+    ("verification_state", VerificationState),
+    ("checkpoint_state", CheckpointState),
+)
