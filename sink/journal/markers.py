@@ -1,0 +1,205 @@
+"""MAY_ATTEMPT markers: immutable, create-if-absent, independent of the journal.
+
+Seed ("Zero-RPO mutation admission"): before each submit a marker keyed by (operation_namespace,
+operation_id, attempt_ordinal) is published; it binds operation/parent/child identity,
+generation, expected journal revision, journal epoch, mutation-intent digest and creation time.
+A marker without its exactly matching journal attempt is possible remote effect, never permission.
+
+The default store is a directory on its own (ideally on another failure domain than the
+journal). Files are written to a private temporary name, fsynced, then hard-linked to the final
+name: ``link`` fails with EEXIST when the marker exists, so publication is atomic and a reader
+never sees a half-written marker; the parent directories are fsynced after the link.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from sink.journal.port import JournalRejection, RejectionReason
+from sink.journal.records import GenerationKey, attempt_id_for, require_digest, require_ident
+
+MARKER_FORMAT = "restproof.may-attempt.v1"
+_ORDINAL_FILE = re.compile(r"^(\d{10})\.json$")
+
+
+@dataclass(frozen=True, slots=True)
+class MayAttemptMarker:
+    operation_namespace: str
+    operation_id: str
+    parent_id: str
+    delivery_key: str
+    attempt_ordinal: int
+    generation: GenerationKey
+    expected_revision: int
+    journal_epoch: int
+    mutation_intent_digest: str
+    created_at_utc: str
+
+    def __post_init__(self) -> None:
+        for name in ("operation_namespace", "operation_id", "parent_id", "delivery_key"):
+            require_ident(getattr(self, name), name)
+        require_digest(self.mutation_intent_digest, "mutation_intent_digest")
+        if self.attempt_ordinal < 1:
+            raise ValueError("attempt_ordinal starts at 1")
+        if self.expected_revision < 0 or self.journal_epoch < 0:
+            raise ValueError("expected_revision and journal_epoch must be >= 0")
+
+    @property
+    def attempt_id(self) -> str:
+        return attempt_id_for(self.operation_id, self.attempt_ordinal)
+
+    def canonical_bytes(self) -> bytes:
+        body = {"format": MARKER_FORMAT, "attempt_id": self.attempt_id, **asdict(self)}
+        return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
+
+    def digest(self) -> str:
+        return "sha256:" + hashlib.sha256(self.canonical_bytes()).hexdigest()
+
+    def same_binding(self, other: MayAttemptMarker) -> bool:
+        """Equal in everything but creation time (a re-publish after a crash is the same marker)."""
+        return replace(self, created_at_utc="") == replace(other, created_at_utc="")
+
+
+@dataclass(frozen=True, slots=True)
+class StoredMarker:
+    marker: MayAttemptMarker
+    digest: str
+    created: bool
+    """True when this call published it."""
+
+
+@dataclass(frozen=True, slots=True)
+class UnreadableMarker:
+    """A marker file that exists but cannot be parsed: still treated as possible remote effect."""
+
+    operation_namespace_key: str
+    operation_id: str
+    attempt_ordinal: int
+    digest: str
+
+
+class MarkerConflict(JournalRejection):
+    def __init__(self, detail: str) -> None:
+        super().__init__(RejectionReason.MARKER_MISMATCH, detail)
+
+
+@runtime_checkable
+class MarkerStore(Protocol):
+    def create_if_absent(self, marker: MayAttemptMarker) -> StoredMarker:
+        """Publish once; an existing marker with the same binding is returned (created=False);
+        a different binding raises MarkerConflict."""
+
+    def get(self, operation_namespace: str, operation_id: str, attempt_ordinal: int) -> StoredMarker | None:
+        ...
+
+    def scan(self) -> Iterator[StoredMarker | UnreadableMarker]:
+        """Every marker in the store, readable or not."""
+
+
+def namespace_key(operation_namespace: str) -> str:
+    # Namespaces may contain ':' or '/'; the directory name is a digest of it.
+    return hashlib.sha256(operation_namespace.encode()).hexdigest()[:32]
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _decode(raw: bytes) -> MayAttemptMarker:
+    body = json.loads(raw)
+    if body.pop("format") != MARKER_FORMAT:
+        raise ValueError("unknown marker format")
+    body.pop("attempt_id")
+    generation = GenerationKey(**body.pop("generation"))
+    return MayAttemptMarker(generation=generation, **body)
+
+
+class FileMarkerStore:
+    """Create-if-absent marker files under ``root/<namespace digest>/<operation id>/<ordinal>.json``."""
+
+    def __init__(self, root: Path) -> None:
+        self._root = Path(root)
+        self._root.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def root(self) -> Path:
+        return self._root
+
+    def _path(self, operation_namespace: str, operation_id: str, attempt_ordinal: int) -> Path:
+        require_ident(operation_id, "operation_id")
+        if "/" in operation_id or operation_id.startswith("."):
+            raise ValueError("operation_id must not contain '/' or start with '.'")
+        return self._root / namespace_key(operation_namespace) / operation_id / f"{attempt_ordinal:010d}.json"
+
+    def create_if_absent(self, marker: MayAttemptMarker) -> StoredMarker:
+        final = self._path(marker.operation_namespace, marker.operation_id, marker.attempt_ordinal)
+        existing = self.get(marker.operation_namespace, marker.operation_id, marker.attempt_ordinal)
+        if existing is not None:
+            return self._resolve_existing(existing, marker)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        raw = marker.canonical_bytes()
+        tmp = final.with_name(f".{final.name}.{os.getpid()}.{os.urandom(6).hex()}.tmp")
+        fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o444)
+        try:
+            os.write(fd, raw)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, final)
+        except OSError as exc:
+            if exc.errno != errno.EEXIST:
+                raise
+            raced = self.get(marker.operation_namespace, marker.operation_id, marker.attempt_ordinal)
+            if raced is None:  # pragma: no cover - link said it exists, so it does
+                raise
+            return self._resolve_existing(raced, marker)
+        finally:
+            tmp.unlink(missing_ok=True)
+        _fsync_dir(final.parent)
+        _fsync_dir(final.parent.parent)
+        _fsync_dir(self._root)
+        return StoredMarker(marker, marker.digest(), created=True)
+
+    @staticmethod
+    def _resolve_existing(existing: StoredMarker, wanted: MayAttemptMarker) -> StoredMarker:
+        if not existing.marker.same_binding(wanted):
+            raise MarkerConflict(
+                f"marker for {wanted.operation_id} attempt {wanted.attempt_ordinal} exists with another binding"
+            )
+        return replace(existing, created=False)
+
+    def get(self, operation_namespace: str, operation_id: str, attempt_ordinal: int) -> StoredMarker | None:
+        path = self._path(operation_namespace, operation_id, attempt_ordinal)
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        marker = _decode(raw)
+        return StoredMarker(marker, "sha256:" + hashlib.sha256(raw).hexdigest(), created=False)
+
+    def scan(self) -> Iterator[StoredMarker | UnreadableMarker]:
+        for ns_dir in sorted(p for p in self._root.iterdir() if p.is_dir()):
+            for op_dir in sorted(p for p in ns_dir.iterdir() if p.is_dir()):
+                for file in sorted(op_dir.iterdir()):
+                    match = _ORDINAL_FILE.match(file.name)
+                    if match is None:
+                        continue  # temporary files of an interrupted publish are not markers
+                    raw = file.read_bytes()
+                    digest = "sha256:" + hashlib.sha256(raw).hexdigest()
+                    try:
+                        yield StoredMarker(_decode(raw), digest, created=False)
+                    except (ValueError, TypeError, KeyError):
+                        yield UnreadableMarker(ns_dir.name, op_dir.name, int(match.group(1)), digest)

@@ -1,0 +1,262 @@
+"""DeliveryJournalPort: the one interface every journal adapter implements.
+
+Seed sections: "Production journal and leases", "Zero-RPO mutation admission and disaster
+recovery", "Lease separation", "Retention and compact effect authority", "Replacement generation
+and overlap fence", "Frozen source boundary and adaptive planning", "Outcome model".
+
+Rules shared by every adapter (the contract suite in tests/journal/ checks them):
+
+* Every method that writes does so in ONE transaction: all or nothing.
+* Catalogued refusals raise ``sink.contracts.errors.DeliveryError`` with the catalog code
+  (INTENT_CONFLICT, STALE_GENERATION, OVERLAPPING_EFFECT_IN_FLIGHT, APPEND_SCOPE_ALREADY_APPLIED,
+  JOURNAL_EPOCH_BLOCKED). Other refusals raise a subclass of ``JournalRejection`` carrying a
+  ``RejectionReason``. In both cases nothing was written.
+* Times (lease expiry, attempt creation) come from the DATABASE clock, exposed as ``now()``:
+  PostgreSQL ``now()``; SQLite the injected clock read inside the transaction.
+* There is no method that moves an operation into SUBMITTING except
+  ``reserve_and_mark_submitting``, and that one only starts from SEALED or RETRY_WAIT with
+  ``remote_effect == NONE_PROVEN``. Lease expiry therefore never authorises a second mutation.
+
+Evolution: signatures change only additively (new optional keyword arguments, new methods).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from enum import StrEnum
+from typing import Protocol, runtime_checkable
+
+from sink.contracts.state import AcknowledgementState
+from sink.journal.records import (
+    Actor,
+    AdmittedParent,
+    Attempt,
+    CapacityStatus,
+    EffectTombstone,
+    FrontierResult,
+    GateStatus,
+    GenerationInterval,
+    Lease,
+    LeaseKind,
+    LeaseRequest,
+    Observation,
+    OperationRow,
+    OrphanMarker,
+    ParentAdmission,
+    ParentRecord,
+    Receipt,
+    RetentionReport,
+    SubmitGrant,
+    SubmitRequest,
+    TransitionRequest,
+)
+
+SCHEMA_VERSION_TABLE = "schema_version"
+
+
+class RejectionReason(StrEnum):
+    """Why a write was refused without a catalog code. Stable strings: they appear in evidence."""
+
+    UNKNOWN_OPERATION = "unknown_operation"
+    UNKNOWN_PARENT = "unknown_parent"
+    STALE_REVISION = "stale_revision"
+    ILLEGAL_TRANSITION = "illegal_transition"
+    OPERATOR_REQUIRED = "operator_required"
+    SUBMIT_ONLY_VIA_CRITICAL_PATH = "submit_only_via_critical_path"
+    SUBMIT_NOT_PERMITTED_FROM_STATE = "submit_not_permitted_from_state"
+    ATTEMPT_ORDINAL_NOT_NEXT = "attempt_ordinal_not_next"
+    OBSERVATION_ORDINAL_NOT_NEXT = "observation_ordinal_not_next"
+    MARKER_MISSING = "marker_missing"
+    MARKER_MISMATCH = "marker_mismatch"
+    CAPACITY_EXHAUSTED = "capacity_exhausted"
+    CAPACITY_NOT_CONFIGURED = "capacity_not_configured"
+    LEASE_NOT_HELD = "lease_not_held"
+    LEASE_HELD_BY_OTHER = "lease_held_by_other"
+    EPOCH_NOT_INCREASING = "epoch_not_increasing"
+    RECEIPT_CONFLICT = "receipt_conflict"
+    FRONTIER_NOT_MONOTONIC = "frontier_not_monotonic"
+    INVALID_REQUEST = "invalid_request"
+
+
+class JournalError(Exception):
+    """Base of every journal failure that is not a catalogued DeliveryError."""
+
+
+class JournalRejection(JournalError):
+    """A write refused before anything changed. Messages carry identifiers only, never payload."""
+
+    def __init__(self, reason: RejectionReason, detail: str) -> None:
+        super().__init__(f"{reason.value}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+class TransitionRejected(JournalRejection):
+    """A CAS transition was stale or not listed in the design contract."""
+
+
+class LeaseUnavailable(JournalRejection):
+    """Another owner holds an unexpired lease (decided on the database clock)."""
+
+
+class CapacityExhausted(JournalRejection):
+    """No remote-job slot is free in the requested capacity scope."""
+
+
+class JournalConfigurationError(JournalError):
+    """The journal cannot be opened as configured (schema newer than code, zero-RPO on SQLite, ...)."""
+
+
+class JournalUnavailable(JournalError):
+    """The journal authority cannot be reached or cannot prove durability: do not submit."""
+
+
+class ZeroRpoNotProven(JournalUnavailable):
+    """The critical commit was not proven replicated to the synchronous quorum: do not submit."""
+
+
+@runtime_checkable
+class CriticalCommitGuard(Protocol):
+    """Zero-RPO hook around every critical transaction (seed: "Zero-RPO mutation admission").
+
+    The PostgreSQL adapter implements it (quorum check in pg_stat_replication before commit,
+    bounded wait, "canceling wait for synchronous replication" warning treated as not
+    replicated). SQLite has none: ``DeliveryJournalPort.critical_commit_guard`` is None there and
+    opening SQLite with zero-RPO required raises JournalConfigurationError.
+    """
+
+    def before_critical_commit(self, transaction_name: str) -> None:
+        """Raise ZeroRpoNotProven when the quorum (or its proof) is unavailable."""
+
+    def after_critical_commit(self, transaction_name: str) -> None:
+        """Raise ZeroRpoNotProven when the commit is not proven replicated."""
+
+
+@runtime_checkable
+class DeliveryJournalPort(Protocol):
+    """The delivery journal: admission, CAS transitions, critical submit, leases, effect index."""
+
+    # ----- identity, clock, durability ---------------------------------------------------------
+    @property
+    def adapter_name(self) -> str:
+        """'sqlite' or 'postgresql'."""
+
+    @property
+    def critical_commit_guard(self) -> CriticalCommitGuard | None:
+        """The zero-RPO guard in force, or None when the adapter cannot provide zero RPO."""
+
+    def now(self) -> datetime:
+        """Current DATABASE time (timezone-aware UTC): the clock every lease decision uses."""
+
+    def schema_version(self) -> int:
+        """Highest applied forward-only migration."""
+
+    def close(self) -> None:
+        """Release connections. Idempotent."""
+
+    # ----- admission ---------------------------------------------------------------------------
+    def admit_parent(self, admission: ParentAdmission) -> AdmittedParent:
+        """Admit parent + complete child topology in one transaction.
+
+        Same (namespace, parent key) with the same parent_plan_digest and the same child intents
+        resumes: returns the stored topology with ``created=False`` and writes nothing. Any
+        different intent for an existing parent key or child delivery key raises
+        ``DeliveryError(INTENT_CONFLICT)`` and writes nothing for the whole parent.
+        """
+
+    def load_parent(self, parent_id: str) -> AdmittedParent:
+        """The pinned topology (``created=False``). JournalRejection(UNKNOWN_PARENT) if absent."""
+
+    def get_parent(self, parent_id: str) -> ParentRecord | None: ...
+
+    def get_operation(self, operation_id: str) -> OperationRow | None: ...
+
+    def find_operation(self, operation_namespace: str, delivery_key: str) -> OperationRow | None: ...
+
+    # ----- transitions -------------------------------------------------------------------------
+    def transition(self, request: TransitionRequest) -> OperationRow:
+        """CAS one design-contract transition (not into SUBMITTING).
+
+        Checks: revision == expected_revision (else STALE_REVISION), transition listed from the
+        current tuple (else ILLEGAL_TRANSITION), operator-only transitions need an operator actor
+        with a reconciliation id (else OPERATOR_REQUIRED). On success revision += 1; a receipt is
+        stored in the same transaction; RETRY_WAIT and terminal tuples whose effect is not UNKNOWN
+        release the attempt's capacity; a move to FULLY_APPLIED raises the effect interval map.
+        """
+
+    def reserve_and_mark_submitting(self, request: SubmitRequest) -> SubmitGrant:
+        """The critical submit transaction, all or nothing, under the effect-domain lock.
+
+        Order of checks: gate/epoch (JOURNAL_EPOCH_BLOCKED), revision, source state, mutation
+        lease held by ``lease_owner``, attempt ordinal is next, marker exists in the marker store
+        and binds this attempt, STALE_GENERATION, APPEND_SCOPE_ALREADY_APPLIED,
+        OVERLAPPING_EFFECT_IN_FLIGHT, capacity. Then: reserve a slot, append the attempt row with
+        the marker digest, CAS to SUBMITTING, commit (through the critical commit guard).
+        """
+
+    def list_attempts(self, operation_id: str) -> tuple[Attempt, ...]: ...
+
+    # ----- observation -------------------------------------------------------------------------
+    def record_observation(
+        self,
+        operation_id: str,
+        *,
+        observation_ordinal: int,
+        acknowledgement_state: AcknowledgementState,
+        evidence_digest: str,
+        lease_owner: str,
+    ) -> Observation:
+        """Append one read-only observation; ordinal must be exactly the next one; needs the
+        observation lease. Works while the mutation gate is BLOCKED."""
+
+    def list_observations(self, operation_id: str) -> tuple[Observation, ...]: ...
+
+    def get_receipt(self, operation_id: str) -> Receipt | None: ...
+
+    # ----- leases (database clock) -------------------------------------------------------------
+    def acquire_lease(self, request: LeaseRequest) -> Lease:
+        """Take or renew a lease. Same owner renews (token unchanged); a different owner gets it
+        only after expiry on the database clock (token + 1); otherwise LeaseUnavailable."""
+
+    def release_lease(self, kind: LeaseKind, subject_id: str, owner: str) -> None:
+        """Drop the lease if ``owner`` holds it; otherwise JournalRejection(LEASE_NOT_HELD)."""
+
+    def get_lease(self, kind: LeaseKind, subject_id: str) -> Lease | None: ...
+
+    # ----- checkpoint frontier -----------------------------------------------------------------
+    def promote_frontier(self, parent_id: str, *, lease_owner: str) -> FrontierResult:
+        """Under the checkpoint lease (subject = parent id) promote only the highest contiguous
+        eligible prefix of children in frontier order; the frontier never moves backwards."""
+
+    # ----- effect index and retention ----------------------------------------------------------
+    def get_tombstone(self, operation_id: str) -> EffectTombstone | None: ...
+
+    def effect_intervals(self, effect_conflict_domain: str) -> tuple[GenerationInterval, ...]:
+        """The normalised, non-overlapping, sorted interval map of one conflict domain."""
+
+    def apply_retention(self, *, observations_older_than: datetime) -> RetentionReport:
+        """Delete verbose observations of FINALIZED operations older than the cut-off. Never deletes
+        tombstones, the interval map, attempts or receipts."""
+
+    # ----- capacity ----------------------------------------------------------------------------
+    def configure_capacity(self, scope: str, slots: int) -> CapacityStatus:
+        """Create or resize a remote-job capacity scope (slots >= 0)."""
+
+    def capacity_status(self, scope: str) -> CapacityStatus: ...
+
+    # ----- journal epoch and mutation gate -----------------------------------------------------
+    def gate_status(self) -> GateStatus: ...
+
+    def block_mutations(self, *, reason: str, actor: Actor) -> GateStatus:
+        """Close the environment-wide mutation gate (restore/failover without attested zero RPO)."""
+
+    def attest_epoch(self, *, new_epoch: int, actor: Actor, attestation_digest: str) -> GateStatus:
+        """Open the gate under a strictly greater journal epoch, by an operator, with evidence."""
+
+    # ----- reconciliation ----------------------------------------------------------------------
+    def find_orphan_markers(self, operation_namespace: str | None = None) -> tuple[OrphanMarker, ...]:
+        """MAY_ATTEMPT markers without an exactly matching attempt row (id, ordinal, expected
+        revision, epoch, digest): possible remote effect, never permission to resend."""
+
+    def operations_in_domain(self, effect_conflict_domain: str) -> Sequence[OperationRow]: ...
