@@ -1,0 +1,56 @@
+"""`fault-proxy tcp ...`: run the built-in Toxiproxy-compatible server."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Annotated
+
+import typer
+
+from fault_proxy.tcp.addresses import AddressError, split_host_port
+from fault_proxy.tcp.server import READY_PREFIX, ServerStartError, serve
+
+tcp_app = typer.Typer(
+    name="tcp",
+    help="Byte-level TCP faults behind a Toxiproxy-compatible HTTP API.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+@tcp_app.callback()
+def _group() -> None:
+    """Byte-level TCP faults (latency, bandwidth, timeout, reset_peer, slicer, limit_data, slow_close)."""
+
+
+def _parse_api(value: str) -> tuple[str, int]:
+    try:
+        return split_host_port(value)
+    except AddressError as exc:
+        raise typer.BadParameter(f"{exc}; expected HOST:PORT such as 127.0.0.1:8474") from None
+
+
+@tcp_app.command("serve")
+def serve_command(
+    api: Annotated[str, typer.Option("--api", help="HOST:PORT of the HTTP API (port 0 picks a free one).")]
+    = "127.0.0.1:8474",
+    seed: Annotated[int | None, typer.Option("--seed", help="Seed toxicity, jitter and slicer draws "
+                                             "so a run can be reproduced.")] = None,
+) -> None:
+    """Serve the Toxiproxy HTTP API and its proxies until interrupted.
+
+    Binds loopback by default; proxies created without a listen host also bind loopback.
+    """
+    host, port = _parse_api(api)
+
+    def announce(url: str) -> None:
+        # The launcher reads this exact line to learn the port when --api asks for port 0.
+        typer.echo(f"{READY_PREFIX}{url}")
+
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(serve(host, port, seed=seed, on_ready=announce))
+    except (ServerStartError, OSError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None

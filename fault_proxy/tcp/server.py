@@ -1,0 +1,105 @@
+"""Run the API server and every proxy on one asyncio event loop (uvicorn serves the API).
+
+`serve` is the foreground entry point (CLI, `python -m fault_proxy.tcp`); `BuiltinServerThread`
+runs the same thing on a background thread for in-process use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Callable
+
+import uvicorn
+
+from fault_proxy.tcp.api import create_app
+from fault_proxy.tcp.engine import ProxyRegistry
+
+READY_PREFIX = "fault-proxy tcp API listening on "
+_STARTUP_POLL_S = 0.01
+
+
+class ServerStartError(RuntimeError):
+    """The API server could not start (for example: the port is taken)."""
+
+
+async def serve(host: str, port: int, *, seed: int | None = None,
+                on_ready: Callable[[str], None] | None = None,
+                stop_event: asyncio.Event | None = None) -> None:
+    """Serve the Toxiproxy API on host:port until cancelled, `stop_event` is set or a signal.
+
+    `on_ready` receives the API URL once the socket is bound (port 0 resolves to the real port).
+    """
+    registry = ProxyRegistry(seed=seed)
+    config = uvicorn.Config(create_app(registry), host=host, port=port, log_level="warning",
+                            lifespan="off", access_log=False)
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    try:
+        while not server.started:
+            if task.done():
+                raise ServerStartError(f"could not start the API server on {host}:{port}")
+            await asyncio.sleep(_STARTUP_POLL_S)
+        bound_port = server.servers[0].sockets[0].getsockname()[1]
+        url_host = f"[{host}]" if ":" in host else host
+        if on_ready is not None:
+            on_ready(f"http://{url_host}:{bound_port}")
+        if stop_event is None:
+            await task
+        else:
+            waiter = asyncio.create_task(stop_event.wait())
+            await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+            waiter.cancel()
+            server.should_exit = True
+            await task
+    finally:
+        server.should_exit = True
+        if not task.done():
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await registry.close_all()
+
+
+class BuiltinServerThread:
+    """The built-in server on a daemon thread with its own event loop."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, seed: int | None = None) -> None:
+        self._host, self._port, self._seed = host, port, seed
+        self._ready = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._error: BaseException | None = None
+        self.api_url = ""
+        self._thread = threading.Thread(target=self._run, name="fault-proxy-tcp", daemon=True)
+
+    def start(self, timeout: float = 10.0) -> str:
+        self._thread.start()
+        if not self._ready.wait(timeout):
+            raise ServerStartError("the built-in server did not start in time")
+        if self._error is not None:
+            raise ServerStartError(str(self._error))
+        return self.api_url
+
+    def _run(self) -> None:
+        async def main() -> None:
+            self._loop = asyncio.get_running_loop()
+            self._stop = asyncio.Event()
+            await serve(self._host, self._port, seed=self._seed, on_ready=self._mark_ready,
+                        stop_event=self._stop)
+
+        try:
+            asyncio.run(main())
+        except BaseException as exc:  # reported to the starting thread
+            self._error = exc
+        finally:
+            self._ready.set()
+
+    def _mark_ready(self, url: str) -> None:
+        self.api_url = url
+        self._ready.set()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self._loop is not None and self._stop is not None and self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(timeout)
