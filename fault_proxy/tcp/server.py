@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 import threading
 from collections.abc import Callable
 
@@ -31,17 +32,19 @@ async def serve(host: str, port: int, *, seed: int | None = None,
 
     `on_ready` receives the API URL once the socket is bound (port 0 resolves to the real port).
     """
+    # Bind here rather than inside uvicorn: uvicorn turns a bind failure into sys.exit(1) from a
+    # task, while an OSError raised here reaches the caller as a clear error.
+    listener = _bind(host, port)
     registry = ProxyRegistry(seed=seed)
-    config = uvicorn.Config(create_app(registry), host=host, port=port, log_level="warning",
-                            lifespan="off", access_log=False)
+    config = uvicorn.Config(create_app(registry), log_level="warning", lifespan="off", access_log=False)
     server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
+    task = asyncio.create_task(server.serve(sockets=[listener]))
     try:
         while not server.started:
             if task.done():
                 raise ServerStartError(f"could not start the API server on {host}:{port}")
             await asyncio.sleep(_STARTUP_POLL_S)
-        bound_port = server.servers[0].sockets[0].getsockname()[1]
+        bound_port = listener.getsockname()[1]
         url_host = f"[{host}]" if ":" in host else host
         if on_ready is not None:
             on_ready(f"http://{url_host}:{bound_port}")
@@ -59,6 +62,21 @@ async def serve(host: str, port: int, *, seed: int | None = None,
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         await registry.close_all()
+        listener.close()
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        raise ServerStartError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.set_inheritable(False)
+    return sock
 
 
 class BuiltinServerThread:

@@ -1,0 +1,173 @@
+"""Shared fixtures for the fault_proxy.tcp tests: servers under test and upstream servers.
+
+`toxiproxy_server` is parametrised over "builtin" (this project's server, always run) and "real"
+(a Toxiproxy binary, skipped with the reason when none is installed), so one set of client-side
+expectations is checked against both.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from toxiproxy import Toxiproxy
+
+from fault_proxy.tcp.launcher import ToxiproxyHandle, ToxiproxyNotFound, find_real_toxiproxy, start_toxiproxy
+
+NO_REAL_SERVER = "no Toxiproxy server binary on PATH or in TOXIPROXY_SERVER"
+HTTP_BODY = b"0123456789abcdef" * 256  # 4096 bytes, a fixed test body with no meaning
+
+
+def start_server(kind: str, seed: int | None = None) -> ToxiproxyHandle:
+    if kind == "real":
+        try:
+            if find_real_toxiproxy() is None:
+                pytest.skip(NO_REAL_SERVER)
+        except ToxiproxyNotFound as exc:
+            pytest.fail(str(exc))  # TOXIPROXY_SERVER was set: a broken setting must not pass as a skip
+    return start_toxiproxy(kind, seed=seed)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module", params=["builtin", "real"])
+def toxiproxy_server(request: pytest.FixtureRequest) -> Iterator[ToxiproxyHandle]:
+    handle = start_server(request.param)
+    yield handle
+    handle.stop()
+
+
+@pytest.fixture
+def toxi(toxiproxy_server: ToxiproxyHandle) -> Iterator[Toxiproxy]:
+    """A toxiproxy-python client pointed at the server under test, left clean afterwards."""
+    client = Toxiproxy()
+    client.update_api_consumer(toxiproxy_server.host, toxiproxy_server.port)
+    client.destroy_all()
+    yield client
+    client.destroy_all()
+
+
+class EchoServer:
+    """Echoes every byte back (echo=True) or only counts them; records bytes received per connection."""
+
+    def __init__(self, *, echo: bool = True) -> None:
+        self.echo = echo
+        self.received: list[int] = []  # one entry per finished connection
+        self._sock = socket.socket()
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen(64)
+        self.address = f"127.0.0.1:{self._sock.getsockname()[1]}"
+        self._closed = False
+        threading.Thread(target=self._accept_loop, daemon=True).start()
+
+    def _accept_loop(self) -> None:
+        while not self._closed:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        total = 0
+        try:
+            while data := conn.recv(65536):
+                total += len(data)
+                if self.echo:
+                    conn.sendall(data)
+        except OSError:
+            pass
+        finally:
+            conn.close()
+            self.received.append(total)
+
+    def wait_connections(self, count: int, timeout: float = 3.0) -> list[int]:
+        deadline = time.monotonic() + timeout
+        while len(self.received) < count and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return list(self.received)
+
+    def close(self) -> None:
+        self._closed = True
+        self._sock.close()
+
+
+@pytest.fixture(scope="module")
+def echo_server() -> Iterator[EchoServer]:
+    server = EchoServer()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def counting_server() -> Iterator[EchoServer]:
+    server = EchoServer(echo=False)
+    yield server
+    server.close()
+
+
+class _BodyHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Length", str(len(HTTP_BODY)))
+        self.end_headers()
+        self.wfile.write(HTTP_BODY)
+
+    def log_message(self, format: str, *args: object) -> None:  # keep test output quiet
+        pass
+
+
+class _QuietHTTPServer(ThreadingHTTPServer):
+    def handle_error(self, request: object, client_address: object) -> None:
+        pass  # resets are the point of these tests; socketserver would print each one
+
+
+@pytest.fixture(scope="module")
+def http_server() -> Iterator[str]:
+    server = _QuietHTTPServer(("127.0.0.1", 0), _BodyHandler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def listen_address(listen: str) -> tuple[str, int]:
+    host, _, port = listen.rpartition(":")
+    return host or "127.0.0.1", int(port)
+
+
+def connect(listen: str, timeout: float = 5.0) -> socket.socket:
+    return socket.create_connection(listen_address(listen), timeout=timeout)
+
+
+def read_until_closed(sock: socket.socket, limit: int = 1 << 20) -> tuple[bytes, int]:
+    """Everything the peer sends until it closes (FIN), and the number of recv calls that had data."""
+    chunks: list[bytes] = []
+    while sum(map(len, chunks)) < limit:
+        data = sock.recv(65536)
+        if not data:
+            break
+        chunks.append(data)
+    return b"".join(chunks), len(chunks)
+
+
+def echo_roundtrip(listen: str, payload: bytes) -> tuple[bytes, float]:
+    """Send `payload` through the proxy to the echo server; return what came back and the time."""
+    with connect(listen) as sock:
+        started = time.monotonic()
+        sock.sendall(payload)
+        received = b""
+        while len(received) < len(payload):
+            data = sock.recv(65536)
+            if not data:
+                break
+            received += data
+        return received, time.monotonic() - started
