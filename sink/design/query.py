@@ -1,0 +1,197 @@
+"""Typed, validated read access to the design contract for runtime code (journal, supervisor).
+
+Runtime accepts only a tuple and a transition listed here. :func:`load_design_contract` loads
+through the bounded YAML loader and runs the full schema and semantic validation before any
+object is built, so an invalid contract can never be half-used.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from sink.bounded_yaml import BoundedYamlError, load_bounded_yaml_file
+from sink.contracts.errors import ErrorCode
+from sink.contracts.state import (
+    AcknowledgementState,
+    CheckpointState,
+    ExecutionState,
+    RemoteEffect,
+    VerificationState,
+)
+from sink.design.findings import Finding, report
+from sink.design.validator import contract_id_of, validate_document, yaml_finding
+
+__all__ = [
+    "BUNDLED_CONTRACT",
+    "DesignContract",
+    "DesignContractInvalid",
+    "StateTuple",
+    "Transition",
+    "TransitionKind",
+    "load_design_contract",
+]
+
+_CONTRACT_RESOURCE = "contract.yaml"
+
+
+def bundled_contract_path() -> Path:
+    return Path(str(resources.files("sink.design").joinpath(_CONTRACT_RESOURCE)))
+
+
+BUNDLED_CONTRACT = bundled_contract_path()
+
+
+@dataclass(frozen=True, slots=True)
+class StateTuple:
+    execution_state: ExecutionState
+    remote_effect: RemoteEffect
+    acknowledgement_state: AcknowledgementState
+    verification_state: VerificationState
+    checkpoint_state: CheckpointState
+
+    @classmethod
+    def from_mapping(cls, entry: dict[str, Any]) -> StateTuple:
+        return cls(
+            ExecutionState(entry["execution_state"]),
+            RemoteEffect(entry["remote_effect"]),
+            AcknowledgementState(entry["acknowledgement_state"]),
+            VerificationState(entry["verification_state"]),
+            CheckpointState(entry["checkpoint_state"]),
+        )
+
+    def as_dict(self) -> dict[str, str]:
+        return {
+            "execution_state": self.execution_state.value,
+            "remote_effect": self.remote_effect.value,
+            "acknowledgement_state": self.acknowledgement_state.value,
+            "verification_state": self.verification_state.value,
+            "checkpoint_state": self.checkpoint_state.value,
+        }
+
+
+class TransitionKind(StrEnum):
+    AUTOMATIC = "automatic"
+    OPERATOR_ONLY = "operator_only"
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    id: str
+    source: StateTuple
+    target: StateTuple
+    kind: TransitionKind
+    cas_preconditions: tuple[str, ...]
+    # Beyond the agreed core: monotonic fields the transition advances and the stable error codes
+    # it reports (empty when it reports none).
+    advances: tuple[str, ...] = ()
+    error_codes: tuple[ErrorCode, ...] = ()
+
+
+class DesignContractInvalid(ValueError):
+    """The contract failed loading or validation. ``report`` is the stable JSON-able report."""
+
+    def __init__(self, report_data: dict[str, Any]) -> None:
+        self.report = report_data
+        self.findings: list[dict[str, str]] = list(report_data["findings"])
+        first = self.findings[0] if self.findings else {"rule": "?", "code": "?"}
+        super().__init__(
+            f"design contract invalid: {len(self.findings)} finding(s), first {first['rule']}/{first['code']}"
+        )
+
+
+class DesignContract:
+    """An immutable, validated design contract with lookup helpers."""
+
+    __slots__ = (
+        "_by_id",
+        "_by_pair",
+        "_from",
+        "_names",
+        "contract_id",
+        "initial",
+        "legal_tuples",
+        "monotonic_fields",
+        "terminal_tuples",
+        "transitions",
+    )
+
+    def __init__(self, document: dict[str, Any]) -> None:
+        named = {entry["name"]: StateTuple.from_mapping(entry) for entry in document["legal_tuples"]}
+        self.contract_id: str = document["contract_id"]
+        self.initial: StateTuple = named[document["initial"]]
+        self.legal_tuples: frozenset[StateTuple] = frozenset(named.values())
+        self.terminal_tuples: frozenset[StateTuple] = frozenset(named[n] for n in document["terminal_tuples"])
+        self.transitions: tuple[Transition, ...] = tuple(
+            Transition(
+                id=item["id"],
+                source=named[item["from"]],
+                target=named[item["to"]],
+                kind=TransitionKind(item["kind"]),
+                cas_preconditions=tuple(item["cas_preconditions"]),
+                advances=tuple(item["advances"]),
+                error_codes=tuple(ErrorCode(code) for code in item.get("error_codes", ())),
+            )
+            for item in document["transitions"]
+        )
+        self.monotonic_fields: frozenset[str] = frozenset(f["name"] for f in document["monotonic_fields"])
+        self._names: dict[StateTuple, str] = {value: name for name, value in named.items()}
+        outgoing: dict[StateTuple, list[Transition]] = {}
+        for transition in self.transitions:
+            outgoing.setdefault(transition.source, []).append(transition)
+        self._from: dict[StateTuple, tuple[Transition, ...]] = {k: tuple(v) for k, v in outgoing.items()}
+        self._by_pair = {(t.source, t.target): t for t in self.transitions}
+        self._by_id = {(t.id, t.source): t for t in self.transitions}
+
+    def is_legal(self, t: StateTuple) -> bool:
+        return t in self.legal_tuples
+
+    def is_terminal(self, t: StateTuple) -> bool:
+        return t in self.terminal_tuples
+
+    def transitions_from(self, source: StateTuple) -> tuple[Transition, ...]:
+        return self._from.get(source, ())
+
+    def find_transition(self, source: StateTuple, target: StateTuple) -> Transition | None:
+        return self._by_pair.get((source, target))
+
+    def transition_by_id(self, transition_id: str, source: StateTuple) -> Transition | None:
+        return self._by_id.get((transition_id, source))
+
+    def name_of(self, t: StateTuple) -> str | None:
+        """The contract's stable name of a legal tuple (``None`` for an illegal one)."""
+        return self._names.get(t)
+
+    def tuple_named(self, name: str) -> StateTuple | None:
+        for value, known in self._names.items():
+            if known == name:
+                return value
+        return None
+
+
+def _load(path: Path) -> DesignContract:
+    try:
+        document = load_bounded_yaml_file(path)
+    except BoundedYamlError as error:
+        raise DesignContractInvalid(report(None, [yaml_finding(error)])) from None
+    findings: list[Finding] = validate_document(document)
+    if findings:
+        raise DesignContractInvalid(report(contract_id_of(document), findings))
+    return DesignContract(document)
+
+
+@cache
+def _bundled() -> DesignContract:
+    return _load(BUNDLED_CONTRACT)
+
+
+def load_design_contract(path: Path | None = None) -> DesignContract:
+    """Bundled sink/design/contract.yaml when path is None (cached); validates fully; raises
+    DesignContractInvalid (with a stable JSON-able report) otherwise."""
+    if path is None:
+        return _bundled()
+    return _load(Path(path))
