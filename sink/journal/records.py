@@ -196,6 +196,12 @@ class ParentAdmission:
             raise ValueError("frontier orders must be a permutation of 0..n-1")
         if len({c.delivery_key for c in self.children}) != len(self.children):
             raise ValueError("child delivery keys must be distinct")
+        for i, left in enumerate(self.children):
+            for right in self.children[i + 1 :]:
+                same_domain = left.effect_conflict_domain == right.effect_conflict_domain
+                if same_domain and left.scope.overlaps(right.scope):
+                    # The coverage proof promises gap-free, NON-overlapping children.
+                    raise ValueError("children of one parent must not overlap in one conflict domain")
 
     @property
     def parent_id(self) -> str:

@@ -1,0 +1,472 @@
+"""SQLite journal adapter: the embedded default for local development (not a production authority).
+
+Implements DeliveryJournalPort. Every write is one ``BEGIN IMMEDIATE`` transaction, so the
+whole database write lock is the effect-domain lock: admission, the critical submit transaction
+and effect-index updates are serialised across processes. Zero RPO is not available here.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sink.contracts.errors import DeliveryError, ErrorCode
+from sink.contracts.state import AcknowledgementState
+from sink.journal.frontier import plan_promotion
+from sink.journal.interval_map import Interval, apply_generation
+from sink.journal.markers import MarkerStore, StoredMarker, UnreadableMarker, namespace_key
+from sink.journal.port import JournalRejection, RejectionReason, TransitionRejected
+from sink.journal.records import (
+    AdmittedParent,
+    Attempt,
+    AxesState,
+    EffectTombstone,
+    FrontierResult,
+    GenerationInterval,
+    GenerationKey,
+    LeaseKind,
+    Observation,
+    OperationRow,
+    OrphanMarker,
+    ParentAdmission,
+    ParentRecord,
+    Receipt,
+    RetentionReport,
+    ScopeRange,
+    SubmitGrant,
+    SubmitRequest,
+    TransitionRequest,
+    operation_id_for,
+    require_digest,
+)
+from sink.journal.sqlite.base import SqliteJournalBase
+from sink.journal.sqlite.codec import (
+    OPERATION_COLUMNS,
+    attempt_from_row,
+    descriptor_params,
+    encode_time,
+    observation_from_row,
+    operation_from_row,
+    parent_from_row,
+)
+from sink.journal.submit_policy import check_not_stale, check_submit_permitted
+from sink.journal.transition_policy import (
+    check_revision,
+    raises_effect_index,
+    releases_capacity,
+    resolve_submit,
+    resolve_transition,
+    to_axes,
+)
+
+
+class SqliteJournal(SqliteJournalBase):
+    """DeliveryJournalPort over one SQLite file (WAL, synchronous=FULL)."""
+
+    # ----- reads -------------------------------------------------------------------------------
+    @staticmethod
+    def _operation(conn: sqlite3.Connection, operation_id: str) -> OperationRow | None:
+        row = conn.execute(
+            f"SELECT {OPERATION_COLUMNS} FROM operations WHERE operation_id = ?", (operation_id,)  # noqa: S608 - fixed column list
+        ).fetchone()
+        return None if row is None else operation_from_row(row)
+
+    @classmethod
+    def _require_operation(cls, conn: sqlite3.Connection, operation_id: str) -> OperationRow:
+        found = cls._operation(conn, operation_id)
+        if found is None:
+            raise TransitionRejected(RejectionReason.UNKNOWN_OPERATION, f"no operation {operation_id}")
+        return found
+
+    @staticmethod
+    def _domain_operations(conn: sqlite3.Connection, domain: str) -> list[OperationRow]:
+        rows = conn.execute(
+            f"SELECT {OPERATION_COLUMNS} FROM operations WHERE effect_conflict_domain = ?", (domain,)  # noqa: S608 - fixed column list
+        ).fetchall()
+        return [operation_from_row(r) for r in rows]
+
+    @staticmethod
+    def _intervals(conn: sqlite3.Connection, domain: str) -> list[Interval]:
+        rows = conn.execute(
+            "SELECT scope_start, scope_end, generation_end, correction_revision FROM effect_intervals "
+            "WHERE effect_conflict_domain = ? ORDER BY scope_start",
+            (domain,),
+        ).fetchall()
+        return [(ScopeRange(r[0], r[1]), GenerationKey(r[2], r[3])) for r in rows]
+
+    @classmethod
+    def _admitted(cls, conn: sqlite3.Connection, parent_id: str, *, created: bool) -> AdmittedParent | None:
+        row = conn.execute("SELECT * FROM parents WHERE parent_id = ?", (parent_id,)).fetchone()
+        if row is None:
+            return None
+        children = conn.execute(
+            f"SELECT {OPERATION_COLUMNS} FROM operations WHERE parent_id = ? ORDER BY ordinal", (parent_id,)  # noqa: S608 - fixed column list
+        ).fetchall()
+        return AdmittedParent(parent_from_row(row), tuple(operation_from_row(c) for c in children), created)
+
+    def get_parent(self, parent_id: str) -> ParentRecord | None:
+        with self._read() as conn:
+            row = conn.execute("SELECT * FROM parents WHERE parent_id = ?", (parent_id,)).fetchone()
+            return None if row is None else parent_from_row(row)
+
+    def load_parent(self, parent_id: str) -> AdmittedParent:
+        with self._read() as conn:
+            found = self._admitted(conn, parent_id, created=False)
+        if found is None:
+            raise JournalRejection(RejectionReason.UNKNOWN_PARENT, f"no parent {parent_id}")
+        return found
+
+    def get_operation(self, operation_id: str) -> OperationRow | None:
+        with self._read() as conn:
+            return self._operation(conn, operation_id)
+
+    def find_operation(self, operation_namespace: str, delivery_key: str) -> OperationRow | None:
+        return self.get_operation(operation_id_for(operation_namespace, delivery_key))
+
+    def operations_in_domain(self, effect_conflict_domain: str) -> Sequence[OperationRow]:
+        with self._read() as conn:
+            return sorted(self._domain_operations(conn, effect_conflict_domain), key=lambda o: o.operation_id)
+
+    def list_attempts(self, operation_id: str) -> tuple[Attempt, ...]:
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT * FROM attempts WHERE operation_id = ? ORDER BY attempt_ordinal", (operation_id,)
+            ).fetchall()
+            return tuple(attempt_from_row(r) for r in rows)
+
+    def list_observations(self, operation_id: str) -> tuple[Observation, ...]:
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT * FROM observations WHERE operation_id = ? ORDER BY observation_ordinal", (operation_id,)
+            ).fetchall()
+            return tuple(observation_from_row(r) for r in rows)
+
+    def get_receipt(self, operation_id: str) -> Receipt | None:
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT receipt_id, receipt_digest FROM receipts WHERE operation_id = ?", (operation_id,)
+            ).fetchone()
+            return None if row is None else Receipt(row[0], row[1])
+
+    # ----- admission ---------------------------------------------------------------------------
+    def admit_parent(self, admission: ParentAdmission) -> AdmittedParent:
+        parent_id = admission.parent_id
+        with self._write("admit") as (conn, now):
+            existing = self._admitted(conn, parent_id, created=False)
+            if existing is not None:
+                _require_same_intent(existing, admission)
+                return existing
+            for child in admission.children:
+                child_id = operation_id_for(admission.operation_namespace, child.delivery_key)
+                if self._operation(conn, child_id) is not None:
+                    raise DeliveryError(
+                        ErrorCode.INTENT_CONFLICT,
+                        f"delivery key of child {child.ordinal} is already admitted under another parent",
+                    )
+                check_not_stale(
+                    child_id, child, self._domain_operations(conn, child.effect_conflict_domain),
+                    self._intervals(conn, child.effect_conflict_domain),
+                )
+            conn.execute(
+                "INSERT INTO parents (parent_id, operation_namespace, parent_delivery_key, parent_plan_digest, "
+                "plan_ref, profile_contract_digest, child_count, admitted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (parent_id, admission.operation_namespace, admission.parent_delivery_key,
+                 admission.parent_plan_digest, admission.plan_ref, admission.profile_contract_digest,
+                 len(admission.children), encode_time(now)),
+            )
+            self._fault("admit.parent_inserted")
+            initial = to_axes(self._contract.initial)
+            for child in admission.children:
+                conn.execute(
+                    f"INSERT INTO operations ({OPERATION_COLUMNS}) VALUES ({', '.join('?' * 25)})",  # noqa: S608
+                    (operation_id_for(admission.operation_namespace, child.delivery_key), parent_id,
+                     admission.operation_namespace, child.delivery_key, *descriptor_params(child),
+                     *_axes_params(initial), 0, 0, 0, None),
+                )
+            admitted = self._admitted(conn, parent_id, created=True)
+            assert admitted is not None
+            return admitted
+
+    # ----- transitions -------------------------------------------------------------------------
+    def _cas_axes(
+        self, conn: sqlite3.Connection, row: OperationRow, target: AxesState, *, transition_id: str,
+        now: datetime, actor_kind: str, actor_id: str, reconciliation_id: str | None,
+        evidence_digest: str | None, extra_attempt: bool = False,
+    ) -> None:
+        cursor = conn.execute(
+            "UPDATE operations SET execution_state = ?, remote_effect = ?, acknowledgement_state = ?, "
+            "verification_state = ?, checkpoint_state = ?, revision = revision + 1, "
+            "attempt_count = attempt_count + ?, last_reconciliation_id = COALESCE(?, last_reconciliation_id) "
+            "WHERE operation_id = ? AND revision = ?",
+            (*_axes_params(target), 1 if extra_attempt else 0, reconciliation_id, row.operation_id, row.revision),
+        )
+        if cursor.rowcount != 1:  # cannot happen under BEGIN IMMEDIATE; kept as the CAS itself
+            raise TransitionRejected(RejectionReason.STALE_REVISION, f"operation {row.operation_id} changed")
+        conn.execute(
+            "INSERT INTO transition_log (operation_id, revision, transition_id, actor_kind, actor_id, "
+            "reconciliation_id, evidence_digest, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (row.operation_id, row.revision + 1, transition_id, actor_kind, actor_id, reconciliation_id,
+             evidence_digest, encode_time(now)),
+        )
+
+    def transition(self, request: TransitionRequest) -> OperationRow:
+        if request.evidence_digest is not None:
+            require_digest(request.evidence_digest, "evidence_digest")
+        with self._write("transition") as (conn, now):
+            row = self._require_operation(conn, request.operation_id)
+            check_revision(row.operation_id, row.revision, request.expected_revision)
+            chosen = resolve_transition(self._contract, row.axes, request.transition_id, request.actor)
+            if request.actor.reconciliation_id is not None and _reconciliation_used(
+                conn, row.operation_id, request.actor.reconciliation_id
+            ):
+                raise TransitionRejected(
+                    RejectionReason.INVALID_REQUEST, "a reconciliation id is never reused on one operation"
+                )
+            target = to_axes(chosen.target)
+            if request.receipt is not None:
+                self._store_receipt(conn, row.operation_id, request.receipt, now)
+            self._cas_axes(
+                conn, row, target, transition_id=chosen.id, now=now, actor_kind=request.actor.kind.value,
+                actor_id=request.actor.actor_id, reconciliation_id=request.actor.reconciliation_id,
+                evidence_digest=request.evidence_digest,
+            )
+            self._fault("transition.updated")
+            if releases_capacity(target):
+                self._release_capacity(conn, row.operation_id)
+            if raises_effect_index(row.axes, target):
+                self._raise_interval_map(conn, row)
+            return self._require_operation(conn, row.operation_id)
+
+    @staticmethod
+    def _store_receipt(conn: sqlite3.Connection, operation_id: str, receipt: Receipt, now: datetime) -> None:
+        stored = conn.execute(
+            "SELECT receipt_id, receipt_digest FROM receipts WHERE operation_id = ?", (operation_id,)
+        ).fetchone()
+        if stored is None:
+            conn.execute(
+                "INSERT INTO receipts (operation_id, receipt_id, receipt_digest, recorded_at) VALUES (?, ?, ?, ?)",
+                (operation_id, receipt.receipt_id, receipt.receipt_digest, encode_time(now)),
+            )
+        elif (stored[0], stored[1]) != (receipt.receipt_id, receipt.receipt_digest):
+            raise TransitionRejected(
+                RejectionReason.RECEIPT_CONFLICT, f"operation {operation_id} already has another receipt"
+            )
+
+    def _raise_interval_map(self, conn: sqlite3.Connection, row: OperationRow) -> None:
+        domain = row.descriptor.effect_conflict_domain
+        updated = apply_generation(self._intervals(conn, domain), row.descriptor.scope, row.descriptor.generation)
+        conn.execute("DELETE FROM effect_intervals WHERE effect_conflict_domain = ?", (domain,))
+        conn.executemany(
+            "INSERT INTO effect_intervals (effect_conflict_domain, scope_start, scope_end, generation_end, "
+            "correction_revision) VALUES (?, ?, ?, ?, ?)",
+            [(domain, s.start, s.end, g.scheduled_interval_end_utc, g.correction_revision) for s, g in updated],
+        )
+
+    # ----- critical submit ---------------------------------------------------------------------
+    def reserve_and_mark_submitting(self, request: SubmitRequest) -> SubmitGrant:
+        require_digest(request.marker_digest, "marker_digest")
+        with self._write("submit") as (conn, now):
+            gate = self._require_gate_open(conn)
+            row = self._require_operation(conn, request.operation_id)
+            check_revision(row.operation_id, row.revision, request.expected_revision)
+            chosen = resolve_submit(self._contract, row.axes, request.transition_id)
+            self._require_lease(conn, now, LeaseKind.MUTATION, row.operation_id, request.lease_owner)
+            if request.attempt_ordinal != row.attempt_count + 1:
+                raise TransitionRejected(
+                    RejectionReason.ATTEMPT_ORDINAL_NOT_NEXT,
+                    f"attempt ordinal must be {row.attempt_count + 1}, got {request.attempt_ordinal}",
+                )
+            _check_marker(self._markers, row, request, gate.journal_epoch)
+            domain = row.descriptor.effect_conflict_domain
+            check_submit_permitted(
+                row.operation_id, row.descriptor, self._domain_operations(conn, domain), self._intervals(conn, domain)
+            )
+            conn.execute(
+                "INSERT INTO attempts (operation_id, attempt_ordinal, attempt_id, marker_digest, expected_revision, "
+                "journal_epoch, capacity_scope, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (row.operation_id, request.attempt_ordinal, request.attempt_id, request.marker_digest,
+                 request.expected_revision, gate.journal_epoch, request.capacity_scope, encode_time(now)),
+            )
+            self._reserve_capacity(conn, request.capacity_scope, request.attempt_id, row.operation_id, now)
+            self._fault("submit.attempt_appended")
+            self._cas_axes(
+                conn, row, to_axes(chosen.target), transition_id=chosen.id, now=now, actor_kind="automatic",
+                actor_id=request.lease_owner, reconciliation_id=None, evidence_digest=request.marker_digest,
+                extra_attempt=True,
+            )
+            attempt = conn.execute(
+                "SELECT * FROM attempts WHERE attempt_id = ?", (request.attempt_id,)
+            ).fetchone()
+            return SubmitGrant(self._require_operation(conn, row.operation_id), attempt_from_row(attempt))
+
+    # ----- observations ------------------------------------------------------------------------
+    def record_observation(
+        self, operation_id: str, *, observation_ordinal: int, acknowledgement_state: AcknowledgementState,
+        evidence_digest: str, lease_owner: str,
+    ) -> Observation:
+        require_digest(evidence_digest, "evidence_digest")
+        with self._write("observe") as (conn, now):
+            row = self._require_operation(conn, operation_id)
+            self._require_lease(conn, now, LeaseKind.OBSERVATION, operation_id, lease_owner)
+            if observation_ordinal != row.observation_count + 1:
+                raise JournalRejection(
+                    RejectionReason.OBSERVATION_ORDINAL_NOT_NEXT,
+                    f"observation ordinal must be {row.observation_count + 1}, got {observation_ordinal}",
+                )
+            conn.execute(
+                "INSERT INTO observations (operation_id, observation_ordinal, acknowledgement_state, "
+                "evidence_digest, observed_at) VALUES (?, ?, ?, ?, ?)",
+                (operation_id, observation_ordinal, acknowledgement_state.value, evidence_digest, encode_time(now)),
+            )
+            conn.execute(
+                "UPDATE operations SET observation_count = observation_count + 1 WHERE operation_id = ?",
+                (operation_id,),
+            )
+            return Observation(operation_id, observation_ordinal, acknowledgement_state, evidence_digest, now)
+
+    # ----- frontier ----------------------------------------------------------------------------
+    def promote_frontier(self, parent_id: str, *, lease_owner: str) -> FrontierResult:
+        with self._write("frontier") as (conn, now):
+            self._require_lease(conn, now, LeaseKind.CHECKPOINT, parent_id, lease_owner)
+            admitted = self._admitted(conn, parent_id, created=False)
+            if admitted is None:
+                raise JournalRejection(RejectionReason.UNKNOWN_PARENT, f"no parent {parent_id}")
+            result, promotions = plan_promotion(self._contract, admitted)
+            for row, target, transition_id in promotions:
+                self._cas_axes(
+                    conn, row, target, transition_id=transition_id, now=now, actor_kind="automatic",
+                    actor_id=lease_owner, reconciliation_id=None, evidence_digest=None,
+                )
+            conn.execute(
+                "UPDATE parents SET frontier_order = ?, frontier_scope_end = ? WHERE parent_id = ?",
+                (result.frontier_order, result.frontier_scope_end, parent_id),
+            )
+            return result
+
+    # ----- effect index and retention ----------------------------------------------------------
+    def get_tombstone(self, operation_id: str) -> EffectTombstone | None:
+        with self._read() as conn:
+            row = self._operation(conn, operation_id)
+            if row is None:
+                return None
+            profile = conn.execute(
+                "SELECT profile_contract_digest FROM parents WHERE parent_id = ?", (row.parent_id,)
+            ).fetchone()[0]
+            receipt = conn.execute(
+                "SELECT receipt_id FROM receipts WHERE operation_id = ?", (operation_id,)
+            ).fetchone()
+        d = row.descriptor
+        return EffectTombstone(
+            operation_id=row.operation_id, operation_namespace=row.operation_namespace,
+            delivery_key=d.delivery_key, mutation_intent_digest=d.mutation_intent_digest, generation=d.generation,
+            effect_conflict_domain=d.effect_conflict_domain, scope=d.scope, mutation_kind=d.mutation_kind,
+            payload_digest=d.payload_digest, profile_contract_digest=profile,
+            remote_effect=row.axes.remote_effect, verification_state=row.axes.verification_state,
+            checkpoint_state=row.axes.checkpoint_state, receipt_id=None if receipt is None else receipt[0],
+        )
+
+    def effect_intervals(self, effect_conflict_domain: str) -> tuple[GenerationInterval, ...]:
+        with self._read() as conn:
+            return tuple(
+                GenerationInterval(effect_conflict_domain, s, g)
+                for s, g in self._intervals(conn, effect_conflict_domain)
+            )
+
+    def apply_retention(self, *, observations_older_than: datetime) -> RetentionReport:
+        with self._write("retention") as (conn, _now):
+            deleted = conn.execute(
+                "DELETE FROM observations WHERE observed_at < ? AND operation_id IN "
+                "(SELECT operation_id FROM operations WHERE execution_state = 'FINALIZED')",
+                (encode_time(observations_older_than),),
+            ).rowcount
+            kept = conn.execute("SELECT COUNT(*) FROM operations").fetchone()[0]
+            intervals = conn.execute("SELECT COUNT(*) FROM effect_intervals").fetchone()[0]
+            return RetentionReport(observations_deleted=deleted, tombstones_kept=kept, intervals_kept=intervals)
+
+    # ----- reconciliation ----------------------------------------------------------------------
+    def find_orphan_markers(self, operation_namespace: str | None = None) -> tuple[OrphanMarker, ...]:
+        wanted_key = None if operation_namespace is None else namespace_key(operation_namespace)
+        orphans: list[OrphanMarker] = []
+        with self._read() as conn:
+            for entry in self._markers.scan():
+                if isinstance(entry, UnreadableMarker):
+                    if wanted_key in (None, entry.operation_namespace_key):
+                        orphans.append(OrphanMarker(
+                            entry.operation_namespace_key, entry.operation_id, entry.attempt_ordinal,
+                            "", entry.digest, "marker unreadable",
+                        ))
+                    continue
+                if operation_namespace is not None and entry.marker.operation_namespace != operation_namespace:
+                    continue
+                reason = _marker_mismatch(conn, entry)
+                if reason is not None:
+                    m = entry.marker
+                    orphans.append(OrphanMarker(
+                        m.operation_namespace, m.operation_id, m.attempt_ordinal, m.attempt_id, entry.digest, reason
+                    ))
+        return tuple(orphans)
+
+
+def _axes_params(axes: AxesState) -> tuple[str, str, str, str, str]:
+    return (axes.execution_state.value, axes.remote_effect.value, axes.acknowledgement_state.value,
+            axes.verification_state.value, axes.checkpoint_state.value)
+
+
+def _require_same_intent(existing: AdmittedParent, admission: ParentAdmission) -> None:
+    stored = [(c.descriptor.delivery_key, c.descriptor.mutation_intent_digest) for c in existing.children]
+    wanted = [(c.delivery_key, c.mutation_intent_digest) for c in admission.children]
+    if existing.parent.parent_plan_digest != admission.parent_plan_digest or stored != wanted:
+        raise DeliveryError(
+            ErrorCode.INTENT_CONFLICT, f"parent {existing.parent.parent_id} is admitted with a different plan/intent"
+        )
+
+
+def _reconciliation_used(conn: sqlite3.Connection, operation_id: str, reconciliation_id: str) -> bool:
+    return conn.execute(
+        "SELECT 1 FROM transition_log WHERE operation_id = ? AND reconciliation_id = ?",
+        (operation_id, reconciliation_id),
+    ).fetchone() is not None
+
+
+def _check_marker(markers: MarkerStore, row: OperationRow, request: SubmitRequest, epoch: int) -> None:
+    stored = markers.get(row.operation_namespace, row.operation_id, request.attempt_ordinal)
+    if stored is None:
+        raise TransitionRejected(
+            RejectionReason.MARKER_MISSING, f"no MAY_ATTEMPT marker for attempt {request.attempt_ordinal}"
+        )
+    m = stored.marker
+    binds = (
+        stored.digest == request.marker_digest
+        and m.parent_id == row.parent_id
+        and m.delivery_key == row.delivery_key
+        and m.generation == row.descriptor.generation
+        and m.mutation_intent_digest == row.descriptor.mutation_intent_digest
+        and m.expected_revision == request.expected_revision
+        and m.journal_epoch == epoch
+    )
+    if not binds:
+        raise TransitionRejected(RejectionReason.MARKER_MISMATCH, "MAY_ATTEMPT marker does not bind this attempt")
+
+
+def _marker_mismatch(conn: sqlite3.Connection, entry: StoredMarker) -> str | None:
+    m = entry.marker
+    attempt = conn.execute(
+        "SELECT * FROM attempts WHERE operation_id = ? AND attempt_ordinal = ?", (m.operation_id, m.attempt_ordinal)
+    ).fetchone()
+    if attempt is None:
+        return "no journal attempt for this marker: possible remote effect"
+    if (attempt["attempt_id"], attempt["expected_revision"], attempt["journal_epoch"], attempt["marker_digest"]) != (
+        m.attempt_id, m.expected_revision, m.journal_epoch, entry.digest
+    ):
+        return "journal attempt differs from the marker: possible remote effect"
+    return None
+
+
+def open_sqlite_journal(path: Path | str, *, markers: MarkerStore, **options: Any) -> SqliteJournal:
+    """Open (and migrate) a SQLite journal. Options: contract, clock, require_zero_rpo (refused),
+    busy_timeout_s, fault_hook."""
+    return SqliteJournal(Path(path), markers=markers, **options)
+

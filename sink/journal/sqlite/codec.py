@@ -1,0 +1,145 @@
+"""Row <-> record conversion for the SQLite journal (no SQL beyond column names)."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime
+
+from sink.contracts.state import (
+    AcknowledgementState,
+    CheckpointState,
+    ExecutionState,
+    RemoteEffect,
+    VerificationState,
+)
+from sink.journal.records import (
+    Attempt,
+    AxesState,
+    ChildDescriptor,
+    GenerationKey,
+    Lease,
+    LeaseKind,
+    MutationKind,
+    Observation,
+    OperationRow,
+    ParentRecord,
+    ScopeRange,
+)
+
+OPERATION_COLUMNS = (
+    "operation_id, parent_id, operation_namespace, delivery_key, ordinal, scope_start, scope_end, "
+    "mutation_intent_digest, payload_ref, payload_digest, generation_end, correction_revision, "
+    "frontier_order, coverage_proof_digest, effect_conflict_domain, mutation_kind, execution_state, "
+    "remote_effect, acknowledgement_state, verification_state, checkpoint_state, revision, "
+    "attempt_count, observation_count, last_reconciliation_id"
+)
+
+
+def encode_time(value: datetime) -> str:
+    # Fixed width, always UTC with microseconds, so text order is time order.
+    if value.tzinfo is None:
+        raise ValueError("journal clock must return timezone-aware datetimes")
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def decode_time(value: str) -> datetime:
+    return datetime.strptime(value, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+
+
+def descriptor_params(child: ChildDescriptor) -> tuple[object, ...]:
+    return (
+        child.ordinal,
+        child.scope.start,
+        child.scope.end,
+        child.mutation_intent_digest,
+        child.payload_ref,
+        child.payload_digest,
+        child.generation.scheduled_interval_end_utc,
+        child.generation.correction_revision,
+        child.frontier_order,
+        child.coverage_proof_digest,
+        child.effect_conflict_domain,
+        child.mutation_kind.value,
+    )
+
+
+def operation_from_row(row: sqlite3.Row) -> OperationRow:
+    descriptor = ChildDescriptor(
+        ordinal=row["ordinal"],
+        scope=ScopeRange(row["scope_start"], row["scope_end"]),
+        delivery_key=row["delivery_key"],
+        mutation_intent_digest=row["mutation_intent_digest"],
+        payload_ref=row["payload_ref"],
+        payload_digest=row["payload_digest"],
+        generation=GenerationKey(row["generation_end"], row["correction_revision"]),
+        frontier_order=row["frontier_order"],
+        coverage_proof_digest=row["coverage_proof_digest"],
+        effect_conflict_domain=row["effect_conflict_domain"],
+        mutation_kind=MutationKind(row["mutation_kind"]),
+    )
+    axes = AxesState(
+        ExecutionState(row["execution_state"]),
+        RemoteEffect(row["remote_effect"]),
+        AcknowledgementState(row["acknowledgement_state"]),
+        VerificationState(row["verification_state"]),
+        CheckpointState(row["checkpoint_state"]),
+    )
+    return OperationRow(
+        operation_id=row["operation_id"],
+        parent_id=row["parent_id"],
+        operation_namespace=row["operation_namespace"],
+        descriptor=descriptor,
+        axes=axes,
+        revision=row["revision"],
+        attempt_count=row["attempt_count"],
+        observation_count=row["observation_count"],
+        last_reconciliation_id=row["last_reconciliation_id"],
+    )
+
+
+def parent_from_row(row: sqlite3.Row) -> ParentRecord:
+    return ParentRecord(
+        parent_id=row["parent_id"],
+        operation_namespace=row["operation_namespace"],
+        parent_delivery_key=row["parent_delivery_key"],
+        parent_plan_digest=row["parent_plan_digest"],
+        plan_ref=row["plan_ref"],
+        profile_contract_digest=row["profile_contract_digest"],
+        child_count=row["child_count"],
+        frontier_order=row["frontier_order"],
+        frontier_scope_end=row["frontier_scope_end"],
+    )
+
+
+def attempt_from_row(row: sqlite3.Row) -> Attempt:
+    return Attempt(
+        operation_id=row["operation_id"],
+        attempt_ordinal=row["attempt_ordinal"],
+        attempt_id=row["attempt_id"],
+        marker_digest=row["marker_digest"],
+        expected_revision=row["expected_revision"],
+        journal_epoch=row["journal_epoch"],
+        capacity_scope=row["capacity_scope"],
+        created_at=decode_time(row["created_at"]),
+        capacity_released=bool(row["capacity_released"]),
+    )
+
+
+def observation_from_row(row: sqlite3.Row) -> Observation:
+    return Observation(
+        operation_id=row["operation_id"],
+        observation_ordinal=row["observation_ordinal"],
+        acknowledgement_state=AcknowledgementState(row["acknowledgement_state"]),
+        evidence_digest=row["evidence_digest"],
+        observed_at=decode_time(row["observed_at"]),
+    )
+
+
+def lease_from_row(row: sqlite3.Row) -> Lease:
+    return Lease(
+        kind=LeaseKind(row["kind"]),
+        subject_id=row["subject_id"],
+        owner=row["owner"],
+        expires_at=decode_time(row["expires_at"]),
+        fencing_token=row["fencing_token"],
+    )

@@ -1,0 +1,169 @@
+"""Versioned, forward-only schema migrations of the SQLite journal.
+
+Each entry is applied once, in order, inside one ``BEGIN IMMEDIATE`` transaction together with
+its ``schema_version`` row. A database whose version is newer than this code is refused.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import datetime
+
+from sink.journal.port import JournalConfigurationError
+
+MIGRATIONS: tuple[tuple[int, str], ...] = (
+    (
+        1,
+        """
+        CREATE TABLE parents (
+            parent_id TEXT PRIMARY KEY,
+            operation_namespace TEXT NOT NULL,
+            parent_delivery_key TEXT NOT NULL,
+            parent_plan_digest TEXT NOT NULL,
+            plan_ref TEXT NOT NULL,
+            profile_contract_digest TEXT NOT NULL,
+            child_count INTEGER NOT NULL CHECK (child_count > 0),
+            frontier_order INTEGER,
+            frontier_scope_end TEXT,
+            admitted_at TEXT NOT NULL,
+            UNIQUE (operation_namespace, parent_delivery_key)
+        );
+        CREATE TABLE operations (
+            operation_id TEXT PRIMARY KEY,
+            parent_id TEXT NOT NULL REFERENCES parents (parent_id),
+            operation_namespace TEXT NOT NULL,
+            delivery_key TEXT NOT NULL,
+            ordinal INTEGER NOT NULL,
+            scope_start TEXT NOT NULL,
+            scope_end TEXT NOT NULL CHECK (scope_start < scope_end),
+            mutation_intent_digest TEXT NOT NULL,
+            payload_ref TEXT NOT NULL,
+            payload_digest TEXT NOT NULL,
+            generation_end TEXT NOT NULL,
+            correction_revision INTEGER NOT NULL CHECK (correction_revision >= 0),
+            frontier_order INTEGER NOT NULL,
+            coverage_proof_digest TEXT NOT NULL,
+            effect_conflict_domain TEXT NOT NULL,
+            mutation_kind TEXT NOT NULL,
+            execution_state TEXT NOT NULL,
+            remote_effect TEXT NOT NULL,
+            acknowledgement_state TEXT NOT NULL,
+            verification_state TEXT NOT NULL,
+            checkpoint_state TEXT NOT NULL,
+            revision INTEGER NOT NULL CHECK (revision >= 0),
+            attempt_count INTEGER NOT NULL DEFAULT 0,
+            observation_count INTEGER NOT NULL DEFAULT 0,
+            last_reconciliation_id TEXT,
+            UNIQUE (operation_namespace, delivery_key),
+            UNIQUE (parent_id, ordinal),
+            UNIQUE (parent_id, frontier_order)
+        );
+        CREATE INDEX operations_by_domain ON operations (effect_conflict_domain, scope_start);
+        CREATE TABLE transition_log (
+            operation_id TEXT NOT NULL REFERENCES operations (operation_id),
+            revision INTEGER NOT NULL,
+            transition_id TEXT NOT NULL,
+            actor_kind TEXT NOT NULL,
+            actor_id TEXT NOT NULL,
+            reconciliation_id TEXT,
+            evidence_digest TEXT,
+            recorded_at TEXT NOT NULL,
+            PRIMARY KEY (operation_id, revision)
+        );
+        CREATE TABLE attempts (
+            operation_id TEXT NOT NULL REFERENCES operations (operation_id),
+            attempt_ordinal INTEGER NOT NULL CHECK (attempt_ordinal >= 1),
+            attempt_id TEXT NOT NULL UNIQUE,
+            marker_digest TEXT NOT NULL,
+            expected_revision INTEGER NOT NULL,
+            journal_epoch INTEGER NOT NULL,
+            capacity_scope TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            capacity_released INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (operation_id, attempt_ordinal)
+        );
+        CREATE TABLE observations (
+            operation_id TEXT NOT NULL REFERENCES operations (operation_id),
+            observation_ordinal INTEGER NOT NULL CHECK (observation_ordinal >= 1),
+            acknowledgement_state TEXT NOT NULL,
+            evidence_digest TEXT NOT NULL,
+            observed_at TEXT NOT NULL,
+            PRIMARY KEY (operation_id, observation_ordinal)
+        );
+        CREATE TABLE receipts (
+            operation_id TEXT PRIMARY KEY REFERENCES operations (operation_id),
+            receipt_id TEXT NOT NULL,
+            receipt_digest TEXT NOT NULL,
+            recorded_at TEXT NOT NULL
+        );
+        CREATE TABLE leases (
+            kind TEXT NOT NULL,
+            subject_id TEXT NOT NULL,
+            owner TEXT NOT NULL,
+            expires_at TEXT NOT NULL,
+            fencing_token INTEGER NOT NULL,
+            PRIMARY KEY (kind, subject_id)
+        );
+        CREATE TABLE capacity_scopes (
+            scope TEXT PRIMARY KEY,
+            slots INTEGER NOT NULL CHECK (slots >= 0)
+        );
+        CREATE TABLE capacity_reservations (
+            attempt_id TEXT PRIMARY KEY REFERENCES attempts (attempt_id),
+            scope TEXT NOT NULL REFERENCES capacity_scopes (scope),
+            operation_id TEXT NOT NULL,
+            reserved_at TEXT NOT NULL
+        );
+        CREATE TABLE effect_intervals (
+            effect_conflict_domain TEXT NOT NULL,
+            scope_start TEXT NOT NULL,
+            scope_end TEXT NOT NULL CHECK (scope_start < scope_end),
+            generation_end TEXT NOT NULL,
+            correction_revision INTEGER NOT NULL,
+            PRIMARY KEY (effect_conflict_domain, scope_start)
+        );
+        CREATE TABLE journal_gate (
+            singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+            state TEXT NOT NULL,
+            journal_epoch INTEGER NOT NULL CHECK (journal_epoch >= 1),
+            reason TEXT NOT NULL,
+            attested_by TEXT,
+            attestation_digest TEXT,
+            changed_at TEXT NOT NULL
+        );
+        """,
+    ),
+)
+
+LATEST_VERSION = MIGRATIONS[-1][0]
+
+
+def _current_version(conn: sqlite3.Connection) -> int:
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"
+    )
+    row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
+    return int(row[0]) if row and row[0] is not None else 0
+
+
+def migrate(conn: sqlite3.Connection, now: datetime) -> int:
+    """Apply every missing migration; return the resulting version."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        current = _current_version(conn)
+        if current > LATEST_VERSION:
+            raise JournalConfigurationError(
+                f"journal schema version {current} is newer than this code ({LATEST_VERSION}); refusing to open"
+            )
+        for version, script in MIGRATIONS:
+            if version <= current:
+                continue
+            for statement in (s.strip() for s in script.split(";")):
+                if statement:
+                    conn.execute(statement)
+            conn.execute("INSERT INTO schema_version (version, applied_at) VALUES (?, ?)", (version, now.isoformat()))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return max(current, LATEST_VERSION)

@@ -1,0 +1,112 @@
+"""Which CAS transitions the journal accepts: only those listed in the design contract.
+
+Pure policy shared by both adapters. The adapter supplies the stored axes and the request; this
+module answers with the contract transition to apply or raises TransitionRejected saying why.
+"""
+
+from __future__ import annotations
+
+from sink.contracts.state import ExecutionState, RemoteEffect
+from sink.design.query import DesignContract, StateTuple, Transition, TransitionKind
+from sink.journal.port import RejectionReason, TransitionRejected
+from sink.journal.records import Actor, ActorKind, AxesState
+
+SUBMIT_SOURCES = frozenset({ExecutionState.SEALED, ExecutionState.RETRY_WAIT})
+"""The only execution states the critical submit path may start from (never SUBMITTING)."""
+
+
+def to_state_tuple(axes: AxesState) -> StateTuple:
+    return StateTuple(
+        execution_state=axes.execution_state,
+        remote_effect=axes.remote_effect,
+        acknowledgement_state=axes.acknowledgement_state,
+        verification_state=axes.verification_state,
+        checkpoint_state=axes.checkpoint_state,
+    )
+
+
+def to_axes(state: StateTuple) -> AxesState:
+    return AxesState(
+        state.execution_state,
+        state.remote_effect,
+        state.acknowledgement_state,
+        state.verification_state,
+        state.checkpoint_state,
+    )
+
+
+def check_revision(operation_id: str, stored: int, expected: int) -> None:
+    if stored != expected:
+        raise TransitionRejected(
+            RejectionReason.STALE_REVISION,
+            f"operation {operation_id} is at revision {stored}, request expected {expected}",
+        )
+
+
+def _check_actor(transition: Transition, actor: Actor) -> None:
+    if transition.kind is TransitionKind.OPERATOR_ONLY and (
+        actor.kind is not ActorKind.OPERATOR or actor.reconciliation_id is None
+    ):
+        raise TransitionRejected(
+            RejectionReason.OPERATOR_REQUIRED,
+            f"transition {transition.id} is operator-only: needs an operator actor and a reconciliation id",
+        )
+
+
+def resolve_transition(
+    contract: DesignContract, current: AxesState, transition_id: str, actor: Actor
+) -> Transition:
+    """A contract transition other than a submit: the target may not be SUBMITTING."""
+    transition = contract.transition_by_id(transition_id, to_state_tuple(current))
+    if transition is None:
+        raise TransitionRejected(
+            RejectionReason.ILLEGAL_TRANSITION,
+            f"transition {transition_id!r} is not listed from {current.execution_state}/{current.remote_effect}",
+        )
+    if transition.target.execution_state is ExecutionState.SUBMITTING:
+        raise TransitionRejected(
+            RejectionReason.SUBMIT_ONLY_VIA_CRITICAL_PATH,
+            "SUBMITTING is entered only through reserve_and_mark_submitting",
+        )
+    _check_actor(transition, actor)
+    return transition
+
+
+def resolve_submit(contract: DesignContract, current: AxesState, transition_id: str | None) -> Transition:
+    """The contract transition into SUBMITTING from SEALED/RETRY_WAIT with no proven effect."""
+    if current.execution_state not in SUBMIT_SOURCES or current.remote_effect is not RemoteEffect.NONE_PROVEN:
+        raise TransitionRejected(
+            RejectionReason.SUBMIT_NOT_PERMITTED_FROM_STATE,
+            f"no submit from {current.execution_state}/{current.remote_effect}: observe or reconcile instead",
+        )
+    source = to_state_tuple(current)
+    candidates = [
+        t
+        for t in contract.transitions_from(source)
+        if t.target.execution_state is ExecutionState.SUBMITTING and t.kind is TransitionKind.AUTOMATIC
+    ]
+    if transition_id is not None:
+        candidates = [t for t in candidates if t.id == transition_id]
+    if len(candidates) != 1:
+        raise TransitionRejected(
+            RejectionReason.ILLEGAL_TRANSITION,
+            f"expected exactly one automatic submit transition from {current.execution_state}, "
+            f"found {len(candidates)}",
+        )
+    return candidates[0]
+
+
+def releases_capacity(target: AxesState) -> bool:
+    """Capacity is released only by the durable RETRY_WAIT or FINALIZED transaction (FINALIZED: no
+    automatic transition remains for the remote work, even if checkpoint promotion is pending).
+    Work whose effect is UNKNOWN keeps its slot: it may still be running at the receiver."""
+    if target.execution_state is ExecutionState.RETRY_WAIT:
+        return True
+    return target.execution_state is ExecutionState.FINALIZED and target.remote_effect is not RemoteEffect.UNKNOWN
+
+
+def raises_effect_index(source: AxesState, target: AxesState) -> bool:
+    return (
+        target.remote_effect is RemoteEffect.FULLY_APPLIED
+        and source.remote_effect is not RemoteEffect.FULLY_APPLIED
+    )
