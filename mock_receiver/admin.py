@@ -1,0 +1,204 @@
+"""Admin API under the reserved prefix /_admin/: ground truth, behaviour, clock, jobs.
+
+Certification reads the receiver's truth only through these endpoints. Listing
+endpoints return keys, digests and counts; the receiver's row data is never
+exposed here.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import yaml
+from fastapi import APIRouter, Query, Request
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.responses import JSONResponse, Response
+
+from mock_receiver.behaviour import BehaviourError, parse_behaviour
+from mock_receiver.engine import TERMINAL_STATES, finish_job, load_job, settle_due_jobs
+from mock_receiver.intake import Receiver, receiver_of
+from mock_receiver.ledger import Txn
+from mock_receiver.problems import ProblemError
+
+ADMIN_PREFIX = "/_admin"
+_MAX_BEHAVIOUR_BYTES = 1_000_000
+
+router = APIRouter(prefix=ADMIN_PREFIX, tags=["admin"])
+
+Text = Annotated[str | None, Query(max_length=256)]
+After = Annotated[int | None, Query(ge=0)]
+Limit = Annotated[int, Query(ge=1, le=10_000)]
+
+
+class ClockAdvance(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    seconds: float = Field(ge=0, le=10 * 365 * 86_400)
+
+
+def _settle(receiver: Receiver, txn: Txn) -> None:
+    jobs = receiver.behaviour.async_jobs
+    if jobs is not None:
+        settle_due_jobs(txn, jobs, receiver.behaviour.resources[jobs.resource], txn.now())
+
+
+def _page(items: list[dict[str, object]], id_column: str, limit: int) -> dict[str, object]:
+    last = items[-1][id_column] if len(items) == limit else None
+    return {"items": items, "next_after": last}
+
+
+def _filters(**values: object) -> dict[str, object]:
+    return {column: value for column, value in values.items() if value is not None}
+
+
+@router.get("/health")
+async def health(request: Request) -> dict[str, object]:
+    receiver = receiver_of(request)
+    with receiver.ledger.write() as txn:
+        now = txn.now()
+    return {"status": "ok", "behaviour": receiver.behaviour.name, "receiver_clock": now}
+
+
+@router.get("/requests")
+async def list_requests(request: Request, *, mutation_key: Text = None, idempotency_key: Text = None,
+                        resource: Text = None, scope_start: Text = None, scope_end: Text = None,
+                        endpoint: Text = None, outcome: Text = None, receipt_id: Text = None,
+                        job_id: Text = None, after_id: After = None, limit: Limit = 1000) -> dict[str, object]:
+    receiver = receiver_of(request)
+    filters = _filters(mutation_key=mutation_key, idempotency_key=idempotency_key, resource=resource,
+                       scope_start=scope_start, scope_end=scope_end, endpoint=endpoint, outcome=outcome,
+                       receipt_id=receipt_id, job_id=job_id)
+    items = receiver.ledger.read().select("requests", filters, order="request_id", after=after_id, limit=limit)
+    return _page(items, "request_id", limit)
+
+
+@router.get("/effects")
+async def list_effects(request: Request, *, mutation_key: Text = None, idempotency_key: Text = None,
+                       resource: Text = None, scope_start: Text = None, scope_end: Text = None,
+                       receipt_id: Text = None, job_id: Text = None, after_id: After = None,
+                       limit: Limit = 1000) -> dict[str, object]:
+    receiver = receiver_of(request)
+    with receiver.ledger.write() as txn:
+        _settle(receiver, txn)
+    filters = _filters(mutation_key=mutation_key, idempotency_key=idempotency_key, resource=resource,
+                       scope_start=scope_start, scope_end=scope_end, receipt_id=receipt_id, job_id=job_id)
+    items = receiver.ledger.read().select("effects", filters, order="effect_id", after=after_id, limit=limit)
+    return _page(items, "effect_id", limit)
+
+
+def _job_admin_view(row: dict[str, object]) -> dict[str, object]:
+    view = {key: value for key, value in row.items() if key != "records"}
+    view["rejected_records"] = json.loads(str(row["records"]))
+    return view
+
+
+@router.get("/jobs")
+async def list_jobs(request: Request, mutation_key: Text = None, resource: Text = None, state: Text = None,
+                    limit: Limit = 1000) -> dict[str, object]:
+    receiver = receiver_of(request)
+    with receiver.ledger.write() as txn:
+        _settle(receiver, txn)
+    filters = _filters(mutation_key=mutation_key, resource=resource, state=state)
+    items = receiver.ledger.read().select("jobs", filters, order="created_at", after=None, limit=limit)
+    return {"items": [_job_admin_view(item) for item in items]}
+
+
+@router.get("/jobs/{job_id}")
+async def get_job(request: Request, job_id: str) -> Response:
+    receiver = receiver_of(request)
+    with receiver.ledger.write() as txn:
+        _settle(receiver, txn)
+        job = load_job(txn, job_id)
+    if job is None:
+        return ProblemError(404, "unknown_job", "Not found", "no such job").response()
+    return JSONResponse(_job_admin_view(dict(job)))
+
+
+@router.post("/jobs/{job_id}/cancel")
+async def cancel_job(request: Request, job_id: str) -> Response:
+    """External cancellation (an operator acting on the receiver, not a client mutation)."""
+    receiver = receiver_of(request)
+    jobs = receiver.behaviour.async_jobs
+    with receiver.ledger.write() as txn:
+        _settle(receiver, txn)
+        job = load_job(txn, job_id)
+        if job is None or jobs is None:
+            return ProblemError(404, "unknown_job", "Not found", "no such job").response()
+        if job["state"] in TERMINAL_STATES:
+            return ProblemError(409, "job_terminal", "Conflict", f"the job is already {job['state']}").response()
+        finish_job(txn, job, "cancelled", receiver.behaviour.resources[jobs.resource], txn.now())
+        job = load_job(txn, job_id)
+    assert job is not None
+    return JSONResponse(_job_admin_view(dict(job)))
+
+
+@router.post("/reset")
+async def reset(request: Request) -> dict[str, object]:
+    """Forget every request, effect, row, fence and job, and restart rule counters and the clock."""
+    receiver = receiver_of(request)
+    receiver.ledger.reset()
+    receiver.faults.reset()
+    return {"status": "reset"}
+
+
+@router.get("/behaviour")
+async def get_behaviour(request: Request) -> dict[str, object]:
+    return receiver_of(request).behaviour.model_dump(mode="json")
+
+
+@router.put("/behaviour")
+async def put_behaviour(request: Request) -> Response:
+    """Replace the active behaviour (JSON or YAML document); invalid input changes nothing."""
+    receiver = receiver_of(request)
+    body = await request.body()
+    if len(body) > _MAX_BEHAVIOUR_BYTES:
+        return ProblemError(413, "body_too_large", "Content too large", "behaviour document too large").response()
+    try:
+        document = yaml.safe_load(body.decode("utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError):
+        return ProblemError(422, "invalid_behaviour", "Invalid behaviour", "the body is not JSON or YAML").response()
+    try:
+        behaviour = parse_behaviour(document)
+    except BehaviourError as error:
+        return ProblemError(422, "invalid_behaviour", "Invalid behaviour", str(error)).response()
+    receiver.switch(behaviour)
+    return JSONResponse(behaviour.model_dump(mode="json"))
+
+
+@router.get("/clock")
+async def get_clock(request: Request) -> dict[str, object]:
+    txn = receiver_of(request).ledger.read()
+    return {"receiver_clock": txn.now(), "offset_seconds": txn.clock_offset()}
+
+
+@router.post("/clock/advance")
+async def advance_clock(request: Request, advance: ClockAdvance) -> dict[str, object]:
+    """Move the receiver clock forward (jobs, receipt TTLs and fence retention follow it)."""
+    receiver = receiver_of(request)
+    with receiver.ledger.write() as txn:
+        offset = txn.advance_clock(advance.seconds)
+        _settle(receiver, txn)
+        now = txn.now()
+    return {"receiver_clock": now, "offset_seconds": offset}
+
+
+@router.get("/stats")
+async def stats(request: Request) -> dict[str, object]:
+    """Counts by outcome and every mutation key with more than one applied effect."""
+    receiver = receiver_of(request)
+    with receiver.ledger.write() as txn:
+        _settle(receiver, txn)
+    conn = receiver.ledger.conn
+    outcomes = dict(conn.execute("SELECT outcome, count(*) FROM requests GROUP BY outcome").fetchall())
+    multiple = [
+        {"mutation_key": key, "effects": count} for key, count in conn.execute(
+            "SELECT mutation_key, count(*) FROM effects WHERE mutation_key IS NOT NULL "
+            "GROUP BY mutation_key HAVING count(*) > 1 ORDER BY mutation_key").fetchall()]
+    return {
+        "requests": conn.execute("SELECT count(*) FROM requests").fetchone()[0],
+        "effects": conn.execute("SELECT count(*) FROM effects").fetchone()[0],
+        "requests_by_outcome": outcomes,
+        "mutation_keys_with_multiple_effects": multiple,
+        "rules": {name: {"matched": counter.matched, "fired": counter.fired}
+                  for name, counter in receiver.faults.counters.items()},
+    }

@@ -1,0 +1,129 @@
+"""Application factory: the data API, and the admin API (same app or its own port)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
+
+from mock_receiver import admin, async_api, sync_api
+from mock_receiver.behaviour import Behaviour, describe_validation_error
+from mock_receiver.intake import Receiver
+from mock_receiver.ledger import Ledger
+from mock_receiver.problems import ProblemError, problem_response
+
+LEDGER_FILE = "ledger.sqlite3"
+
+_ROW_SCHEMA = {"type": "object", "additionalProperties": {"type": ["string", "number", "boolean", "null"]}}
+_TEXT = {"type": "string"}
+_MULTIPART_SCHEMA = {
+    "type": "object",
+    "required": ["file"],
+    "properties": {
+        "file": {"type": "string", "format": "binary"},
+        "range_start": {"type": "string", "format": "date"},
+        "range_end": {"type": "string", "format": "date"},
+    },
+}
+_BATCH_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {"schema": {"type": "array", "items": _ROW_SCHEMA}},
+            "application/x-ndjson": {"schema": _TEXT},
+            "text/csv": {"schema": _TEXT},
+            "multipart/form-data": {"schema": _MULTIPART_SCHEMA},
+        },
+    }
+}
+_JOB_BODY = {"requestBody": {"required": True, "content": {"multipart/form-data": {"schema": _MULTIPART_SCHEMA}}}}
+_DATE = Query(default=None, description="ISO date; the range is half-open [range_start, range_end)")
+
+
+def open_receiver(behaviour: Behaviour, state_dir: Path, *, durability: str = "full") -> Receiver:
+    state_dir.mkdir(parents=True, exist_ok=True)
+    return Receiver(behaviour=behaviour, ledger=Ledger(state_dir / LEDGER_FILE, durability=durability))
+
+
+def _install_problem_handlers(app: FastAPI) -> None:
+    async def on_problem(_: Request, error: Exception) -> Response:
+        assert isinstance(error, ProblemError)
+        return error.response()
+
+    async def on_http(_: Request, error: Exception) -> Response:
+        assert isinstance(error, StarletteHTTPException)
+        return problem_response(error.status_code, {"type": "about:blank", "title": str(error.detail),
+                                                    "status": error.status_code}, error.headers)
+
+    async def on_validation(_: Request, error: Exception) -> Response:
+        assert isinstance(error, RequestValidationError)
+        errors = [{"loc": ".".join(str(part) for part in item.get("loc", ())), "msg": str(item.get("msg", ""))}
+                  for item in error.errors()]
+        return problem_response(422, {"type": "urn:restproof:mock-receiver:problem:invalid_request",
+                                      "title": "Unprocessable content", "status": 422, "errors": errors})
+
+    async def on_unexpected(_: Request, __: Exception) -> Response:
+        # Never a traceback or payload fragment on the wire.
+        return problem_response(500, {"type": "urn:restproof:mock-receiver:problem:internal_error",
+                                      "title": "Internal error", "status": 500})
+
+    app.add_exception_handler(ProblemError, on_problem)
+    app.add_exception_handler(StarletteHTTPException, on_http)
+    app.add_exception_handler(RequestValidationError, on_validation)
+    app.add_exception_handler(Exception, on_unexpected)
+
+
+def _add_data_routes(app: FastAPI) -> None:
+    async def submit_batch(request: Request, resource: str, range_start: str | None = _DATE,
+                           range_end: str | None = _DATE) -> Response:
+        """Submit one batch of rows (JSON array, NDJSON, CSV, gzip, or one-file multipart)."""
+        return await sync_api.submit_batch(request)
+
+    async def resource_summary(request: Request, resource: str, range_start: str | None = _DATE,
+                               range_end: str | None = _DATE) -> Response:
+        """Row count and canonical content digest of the applied rows in a date range (read-only)."""
+        return await sync_api.resource_summary(request)
+
+    async def submit_job(request: Request) -> Response:
+        """Submit an async dataset job: one file part named `file`, scalar parts range_start/range_end."""
+        return await async_api.submit_job(request)
+
+    async def get_job(request: Request, job_id: str) -> Response:
+        """Poll a job receipt (read-only for the data; counts as one observation)."""
+        return await async_api.get_job(request)
+
+    batches = "/mock/v1/resources/{resource}/batches"
+    app.add_api_route(batches, submit_batch, methods=["POST"], openapi_extra=_BATCH_BODY,
+                      operation_id="submit_batch")
+    app.add_api_route(batches, submit_batch, methods=["PUT"], openapi_extra=_BATCH_BODY,
+                      operation_id="replace_batch")
+    app.add_api_route("/mock/v1/resources/{resource}/summary", resource_summary, methods=["GET"],
+                      operation_id="resource_summary")
+    app.add_api_route(async_api.JOBS_PATH, submit_job, methods=["POST"], openapi_extra=_JOB_BODY,
+                      operation_id="submit_job", status_code=202)
+    app.add_api_route(async_api.JOBS_PATH + "/{job_id}", get_job, methods=["GET"], operation_id="get_job")
+
+
+def create_data_app(receiver: Receiver, *, include_admin: bool) -> FastAPI:
+    """The data API; with ``include_admin`` the admin API shares its port."""
+    app = FastAPI(title="restproof mock receiver", version="1", docs_url=None, redoc_url=None)
+    app.state.receiver = receiver
+    _install_problem_handlers(app)
+    _add_data_routes(app)
+    if include_admin:
+        app.include_router(admin.router)
+    return app
+
+
+def create_admin_app(receiver: Receiver) -> FastAPI:
+    app = FastAPI(title="restproof mock receiver admin", version="1", docs_url=None, redoc_url=None)
+    app.state.receiver = receiver
+    _install_problem_handlers(app)
+    app.include_router(admin.router)
+    return app
+
+
+__all__ = ["LEDGER_FILE", "create_admin_app", "create_data_app", "describe_validation_error", "open_receiver"]

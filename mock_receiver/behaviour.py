@@ -1,0 +1,266 @@
+"""Behaviour file model: one closed pydantic schema for a vendor "personality".
+
+Every model forbids unknown fields so a typo in a behaviour file fails loudly
+instead of silently selecting a default behaviour.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+_NAME = r"^[a-z0-9][a-z0-9_.-]{0,62}$"
+
+
+class BehaviourError(ValueError):
+    """A behaviour file or document that does not validate (message is safe to print)."""
+
+
+class _Closed(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class MutationKind(StrEnum):
+    PARTITION_REPLACE = "partition_replace"
+    INCREMENTAL_APPEND = "incremental_append"
+
+
+class ResourceSpec(_Closed):
+    mutation: MutationKind
+    date_field: str = Field(min_length=1, max_length=64)
+    put_idempotent: bool = False
+    """Accept PUT as a naturally idempotent full replacement of the given range."""
+
+
+class FenceType(StrEnum):
+    NONE = "none"
+    IDEMPOTENCY_KEY = "idempotency_key"
+    FINGERPRINT_LEDGER = "fingerprint_ledger"
+    BARE_409 = "bare_409"
+    FILENAME_KEY = "filename_key"
+
+
+class SyncFence(_Closed):
+    type: Literal[FenceType.NONE, FenceType.IDEMPOTENCY_KEY, FenceType.FINGERPRINT_LEDGER, FenceType.BARE_409]
+    header: str = Field(default="Idempotency-Key", pattern=r"^[A-Za-z0-9-]{1,64}$")
+    required: bool = False
+    """Reject a mutation that carries no fence header (400) instead of applying it unfenced."""
+    retention_seconds: float | None = Field(default=None, gt=0)
+    """Keys older than this on the receiver clock are pruned; None keeps them forever."""
+    mismatch_status: Literal[409, 422] = 422
+    """Status of a same-key/different-request answer (idempotency_key: 422, fingerprint_ledger: 409)."""
+
+
+class RecordResults(StrEnum):
+    ALL = "all"
+    REJECTED_ONLY = "rejected_only"
+    NONE = "none"
+
+
+class SyncSpec(_Closed):
+    enabled: bool = True
+    fence: SyncFence = SyncFence(type=FenceType.NONE)
+    success_status: Literal[200, 201] = 200
+    record_results: RecordResults = RecordResults.REJECTED_ONLY
+
+
+class AsyncFence(_Closed):
+    type: Literal[FenceType.NONE, FenceType.FILENAME_KEY, FenceType.BARE_409]
+    conflict_status: Literal[409, 422] = 409
+    """Status for same key + different payload (never carries a receipt)."""
+    retention_seconds: float | None = Field(default=None, gt=0)
+
+
+class PhaseNames(_Closed):
+    pending: str = "pending"
+    running: str = "running"
+    complete: str = "complete"
+    incomplete: str = "incomplete"
+    error: str = "error"
+    cancelled: str = "cancelled"
+
+    @model_validator(mode="after")
+    def _distinct(self) -> PhaseNames:
+        names = list(self.model_dump().values())
+        if len(set(names)) != len(names):
+            raise ValueError("phase names must be distinct")
+        return self
+
+
+class AsyncSpec(_Closed):
+    enabled: bool = True
+    resource: str = Field(pattern=_NAME)
+    fence: AsyncFence = AsyncFence(type=FenceType.FILENAME_KEY)
+    complete_after_polls: int | None = Field(default=2, ge=1, le=10_000)
+    complete_after_seconds: float | None = Field(default=None, ge=0)
+    """Receiver-clock seconds after submission; either condition finishes the job."""
+    receipt_ttl_seconds: float | None = Field(default=None, gt=0)
+    """Receiver-clock seconds after a job turns terminal before its receipt expires."""
+    expired_status: Literal[404, 410] = 410
+    phases: PhaseNames = PhaseNames()
+    record_results: RecordResults = RecordResults.REJECTED_ONLY
+
+    @model_validator(mode="after")
+    def _finishes(self) -> AsyncSpec:
+        if self.complete_after_polls is None and self.complete_after_seconds is None:
+            raise ValueError("set complete_after_polls or complete_after_seconds (or both)")
+        return self
+
+
+class Limits(_Closed):
+    max_body_bytes: int = Field(default=16_000_000, ge=1024, le=512_000_000)
+    max_decoded_bytes: int = Field(default=64_000_000, ge=1024, le=2_000_000_000)
+    max_rows: int = Field(default=100_000, ge=1, le=10_000_000)
+    max_scalar_parts: int = Field(default=16, ge=0, le=256)
+
+
+class Endpoint(StrEnum):
+    SYNC_SUBMIT = "sync_submit"
+    ASYNC_SUBMIT = "async_submit"
+    JOB_POLL = "job_poll"
+    SUMMARY = "summary"
+
+
+class RuleMatch(_Closed):
+    endpoints: list[Endpoint] = Field(min_length=1)
+    resource: str | None = Field(default=None, pattern=_NAME)
+    methods: list[Literal["GET", "POST", "PUT"]] | None = None
+
+
+class Trigger(_Closed):
+    """Exactly one of always / nth / every / probability selects matching requests."""
+
+    always: bool | None = None
+    nth: list[Annotated[int, Field(ge=1)]] | None = None
+    every: int | None = Field(default=None, ge=1)
+    probability: float | None = Field(default=None, ge=0, le=1)
+    seed: int = 0
+    max_fires: int | None = Field(default=None, ge=1)
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Trigger:
+        chosen = [self.always, self.nth, self.every, self.probability]
+        if sum(value is not None and value is not False for value in chosen) != 1:
+            raise ValueError("a trigger needs exactly one of always, nth, every, probability")
+        return self
+
+
+class RetryAfter(_Closed):
+    seconds: int = Field(ge=0, le=86_400)
+    format: Literal["delta_seconds", "http_date"] = "delta_seconds"
+
+
+class StatusAction(_Closed):
+    kind: Literal["status"]
+    status: Literal[409, 413, 429, 500, 502, 503, 504]
+    retry_after: RetryAfter | None = None
+    after_effect: bool = False
+    """Commit the effect first, then answer with this status instead of the receipt."""
+
+
+class DelayAction(_Closed):
+    kind: Literal["delay"]
+    seconds: float = Field(gt=0, le=600)
+    after_effect: bool = True
+    """Sleep after the effect is committed (the client may time out on an applied effect)."""
+
+
+class RejectRowsAction(_Closed):
+    kind: Literal["reject_rows"]
+    every_nth_row: int | None = Field(default=None, ge=1)
+    fraction: float | None = Field(default=None, gt=0, le=1)
+    seed: int = 0
+
+    @model_validator(mode="after")
+    def _one_selector(self) -> RejectRowsAction:
+        if (self.every_nth_row is None) == (self.fraction is None):
+            raise ValueError("reject_rows needs exactly one of every_nth_row, fraction")
+        return self
+
+
+class MiscountAction(_Closed):
+    kind: Literal["miscount"]
+    accepted_delta: int = 0
+    rejected_delta: int = 0
+
+
+class JobFailureAction(_Closed):
+    kind: Literal["job_failure"]
+
+
+Action = Annotated[
+    StatusAction | DelayAction | RejectRowsAction | MiscountAction | JobFailureAction,
+    Field(discriminator="kind"),
+]
+
+
+class FaultRule(_Closed):
+    name: str = Field(pattern=_NAME)
+    match: RuleMatch
+    when: Trigger
+    action: Action
+
+
+class Behaviour(_Closed):
+    name: str = Field(pattern=_NAME)
+    description: str = Field(default="", max_length=2000)
+    resources: dict[str, ResourceSpec] = Field(min_length=1)
+    limits: Limits = Limits()
+    sync: SyncSpec = SyncSpec()
+    async_jobs: AsyncSpec | None = None
+    rules: list[FaultRule] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Behaviour:
+        for name in self.resources:
+            if not re.match(_NAME, name):
+                raise ValueError(f"resource name {name!r} must match {_NAME}")
+        if self.async_jobs is not None and self.async_jobs.resource not in self.resources:
+            raise ValueError(f"async_jobs.resource {self.async_jobs.resource!r} is not a declared resource")
+        names = [rule.name for rule in self.rules]
+        if len(set(names)) != len(names):
+            raise ValueError("rule names must be unique")
+        for rule in self.rules:
+            if rule.match.resource is not None and rule.match.resource not in self.resources:
+                raise ValueError(f"rule {rule.name!r} names an undeclared resource")
+        return self
+
+
+def describe_validation_error(error: ValidationError) -> list[dict[str, str]]:
+    """Field locations and messages only: never the offending input value."""
+    return [
+        {"loc": ".".join(str(part) for part in item["loc"]) or "(root)", "msg": item["msg"]}
+        for item in error.errors(include_url=False, include_input=False)
+    ]
+
+
+def parse_behaviour(document: object) -> Behaviour:
+    try:
+        return Behaviour.model_validate(document)
+    except ValidationError as error:
+        lines = "; ".join(f"{item['loc']}: {item['msg']}" for item in describe_validation_error(error))
+        raise BehaviourError(f"invalid behaviour: {lines}") from None
+
+
+def load_behaviour_file(path: Path) -> Behaviour:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise BehaviourError(f"cannot read behaviour file {path}: {error.__class__.__name__}") from None
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise BehaviourError(f"behaviour file {path} is not valid YAML{where}") from None
+    if not isinstance(document, dict):
+        raise BehaviourError(f"behaviour file {path} must contain a mapping at the top level")
+    try:
+        return parse_behaviour(document)
+    except BehaviourError as error:
+        raise BehaviourError(f"{path}: {error}") from None

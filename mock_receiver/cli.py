@@ -1,0 +1,138 @@
+"""`mock-receiver` command line: serve a behaviour, or validate a behaviour file."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from enum import StrEnum
+from pathlib import Path
+from types import FrameType
+from typing import Annotated
+
+import typer
+import uvicorn
+from fastapi import FastAPI
+
+from mock_receiver.app import create_admin_app, create_data_app, open_receiver
+from mock_receiver.behaviour import BehaviourError, load_behaviour_file
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Vendor-emulating REST receiver with a "
+                  "durable ground-truth effect ledger.")
+
+ENDPOINTS_FILE = "endpoints.json"
+
+
+class Durability(StrEnum):
+    FULL = "full"
+    NORMAL = "normal"
+
+
+class _CompanionServer(uvicorn.Server):
+    """A second listener in the same process; the primary server owns signal handling."""
+
+    @contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+class _PrimaryServer(uvicorn.Server):
+    companion: uvicorn.Server | None = None
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        super().handle_exit(sig, frame)
+        if self.companion is not None:
+            self.companion.should_exit = True
+
+
+def _bound_port(server: uvicorn.Server) -> int:
+    for listener in server.servers:
+        for sock in listener.sockets:
+            return int(sock.getsockname()[1])
+    raise RuntimeError("server has no listening socket")
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"mock-receiver: {message}", err=True)
+    return typer.Exit(code=2)
+
+
+def _config(app_: FastAPI, host: str, port: int, log_level: str) -> uvicorn.Config:
+    return uvicorn.Config(app_, host=host, port=port, log_level=log_level, access_log=False, lifespan="off",
+                          server_header=False)
+
+
+async def _run(primary: _PrimaryServer, companion: _CompanionServer | None, host: str, state_dir: Path) -> None:
+    companion_task = asyncio.create_task(companion.serve()) if companion is not None else None
+    primary_task = asyncio.create_task(primary.serve())
+    while not primary.started or (companion is not None and not companion.started):
+        if primary_task.done() or (companion_task is not None and companion_task.done()):
+            primary.should_exit = True
+            if companion is not None:
+                companion.should_exit = True
+            break
+        await asyncio.sleep(0.02)
+    else:
+        data_url = f"http://{host}:{_bound_port(primary)}"
+        admin_url = f"http://{host}:{_bound_port(companion)}" if companion is not None else data_url
+        endpoints = {"event": "listening", "data_url": data_url, "admin_url": admin_url}
+        (state_dir / ENDPOINTS_FILE).write_text(json.dumps(endpoints) + "\n", encoding="utf-8")
+        print(json.dumps(endpoints), flush=True)  # the readiness line harnesses wait for
+    await primary_task
+    if companion is not None and companion_task is not None:
+        companion.should_exit = True
+        await companion_task
+
+
+@app.command()
+def serve(
+    *,
+    behaviour: Annotated[Path, typer.Option("--behaviour", help="Behaviour YAML file.")],
+    state_dir: Annotated[Path, typer.Option("--state-dir", help="Directory of the durable ledger.")],
+    host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Data API port (0 picks a free port).", min=0, max=65535)] = 8080,
+    admin_port: Annotated[int | None, typer.Option(
+        help="Serve /_admin/ on its own port (0 picks one); the data port then answers 404 there.",
+        min=0, max=65535)] = None,
+    durability: Annotated[Durability, typer.Option(
+        help="full: fsync every commit; normal: survive process kills, not power loss.")] = Durability.FULL,
+    log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "warning",
+) -> None:
+    """Serve the data API (and the admin API) until interrupted."""
+    try:
+        loaded = load_behaviour_file(behaviour)
+    except BehaviourError as error:
+        raise _fail(str(error)) from None
+    if state_dir.exists() and not state_dir.is_dir():
+        raise _fail(f"--state-dir {state_dir} exists and is not a directory")
+    if log_level not in ("critical", "error", "warning", "info", "debug", "trace"):
+        raise _fail(f"unknown --log-level {log_level!r}")
+    try:
+        receiver = open_receiver(loaded, state_dir, durability=durability.value)
+    except OSError as error:
+        raise _fail(f"cannot open the ledger under {state_dir}: {error.strerror or error}") from None
+    companion = None
+    if admin_port is not None:
+        companion = _CompanionServer(_config(create_admin_app(receiver), host, admin_port, log_level))
+    primary = _PrimaryServer(_config(create_data_app(receiver, include_admin=companion is None), host, port,
+                                     log_level))
+    primary.companion = companion
+    try:
+        asyncio.run(_run(primary, companion, host, state_dir))
+    finally:
+        receiver.ledger.close()
+
+
+@app.command()
+def validate(behaviour: Annotated[Path, typer.Argument(help="Behaviour YAML file.")]) -> None:
+    """Validate a behaviour file; exit 2 with the reasons when it is invalid."""
+    try:
+        loaded = load_behaviour_file(behaviour)
+    except BehaviourError as error:
+        raise _fail(str(error)) from None
+    typer.echo(f"ok: behaviour {loaded.name} ({len(loaded.resources)} resources, {len(loaded.rules)} rules)")
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,87 @@
+"""Shared request intake: receiver state, bounded body reading, rejection recording."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from mock_receiver.behaviour import Behaviour
+from mock_receiver.faults import FaultBook
+from mock_receiver.ledger import Ledger, RequestRecord
+from mock_receiver.problems import ProblemError
+
+_FENCE_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:~-]{0,199}$")
+_FILE_SUFFIXES = (".csv", ".json", ".ndjson", ".jsonl")
+
+
+@dataclass
+class Receiver:
+    """Process-wide state shared by the data and admin applications."""
+
+    behaviour: Behaviour
+    ledger: Ledger
+    faults: FaultBook = field(default_factory=FaultBook)
+
+    def switch(self, behaviour: Behaviour) -> None:
+        self.behaviour = behaviour
+        self.faults.reset()
+
+
+def receiver_of(request: Request) -> Receiver:
+    receiver: Receiver = request.app.state.receiver
+    return receiver
+
+
+async def read_body_bounded(request: Request, limit: int, record: RequestRecord) -> bytes:
+    """Read at most ``limit`` bytes; a larger body is a 413 before it is buffered."""
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        if not declared.isdigit():
+            raise ProblemError(400, "bad_content_length", "Bad request", "Content-Length is not a number")
+        record.body_bytes = int(declared)
+        if int(declared) > limit:
+            raise ProblemError(413, "body_too_large", "Content too large", f"body exceeds {limit} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            record.body_bytes = size
+            raise ProblemError(413, "body_too_large", "Content too large", f"body exceeds {limit} bytes")
+        chunks.append(chunk)
+    record.body_bytes = size
+    return b"".join(chunks)
+
+
+def is_fence_key(value: str) -> bool:
+    return _FENCE_KEY.match(value) is not None
+
+
+def check_fence_key(value: str, what: str) -> str:
+    if not _FENCE_KEY.match(value):
+        raise ProblemError(422, "bad_fence_key", "Unprocessable content",
+                           f"{what} must be 1-200 characters of A-Z a-z 0-9 . _ : ~ -")
+    return value
+
+
+def key_from_filename(filename: str) -> str:
+    """The receiver duplicate key carried by a file name such as ``<key>.csv.gz``."""
+    stem = filename.rsplit("/", 1)[-1].removesuffix(".gz")
+    for suffix in _FILE_SUFFIXES:
+        if stem.endswith(suffix):
+            stem = stem.removesuffix(suffix)
+            break
+    return check_fence_key(stem, "the file name stem (receiver duplicate key)")
+
+
+def record_rejection(receiver: Receiver, record: RequestRecord, problem: ProblemError) -> Response:
+    """Commit the rejected request to the log, then answer with the problem."""
+    record.status = problem.status
+    record.outcome = "rejected" if record.outcome in ("received", "rejected") else record.outcome
+    record.problem = problem.slug
+    with receiver.ledger.write() as txn:
+        txn.record_request(record, txn.now())
+    return problem.response()

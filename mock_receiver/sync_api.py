@@ -1,0 +1,232 @@
+"""Synchronous batch protocol and the read-only summary query."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from mock_receiver.behaviour import Endpoint, FenceType, MutationKind, StatusAction
+from mock_receiver.canonical import bytes_digest, fields_digest, multiset_digest, ordered_digest
+from mock_receiver.engine import (
+    EffectInput,
+    Scope,
+    apply_effect,
+    new_id,
+    parse_scope,
+    partition_rows,
+    records_view,
+)
+from mock_receiver.engine import settle_due_jobs as settle_jobs
+from mock_receiver.faults import Decision, retry_after_value
+from mock_receiver.intake import (
+    Receiver,
+    check_fence_key,
+    is_fence_key,
+    read_body_bounded,
+    receiver_of,
+    record_rejection,
+)
+from mock_receiver.ledger import RequestRecord, Txn
+from mock_receiver.payloads import Submission, decode_body
+from mock_receiver.problems import ProblemError
+
+JSON_MEDIA_TYPE = "application/json"
+
+
+def fault_response(action: StatusAction, now: float) -> Response:
+    """A configured synthetic status. A 409 is bare on purpose: it proves nothing."""
+    headers = {}
+    retry_after = retry_after_value(action, now)
+    if retry_after is not None:
+        headers["Retry-After"] = retry_after
+    if action.status == 409:
+        return Response(status_code=409, headers=headers)
+    return ProblemError(action.status, "synthetic_fault", "Synthetic fault",
+                        "configured by the receiver behaviour", headers=headers).response()
+
+
+def _unknown_resource() -> ProblemError:
+    return ProblemError(404, "unknown_resource", "Not found", "no such resource on this receiver")
+
+
+class _SyncRequest:
+    """Everything validated before the ledger transaction starts."""
+
+    def __init__(self, request: Request, receiver: Receiver, record: RequestRecord) -> None:
+        self.request = request
+        self.receiver = receiver
+        self.behaviour = receiver.behaviour
+        self.record = record
+        self.resource = str(request.path_params["resource"])
+        self.submission: Submission | None = None
+        self.scope = Scope()
+        self.fence_key: str | None = None
+
+    async def validate(self) -> None:
+        behaviour, record, request = self.behaviour, self.record, self.request
+        spec = behaviour.resources.get(self.resource)
+        if spec is None or not behaviour.sync.enabled:
+            raise _unknown_resource()
+        if request.method == "PUT" and not spec.put_idempotent:
+            raise ProblemError(405, "method_not_allowed", "Method not allowed",
+                               "this resource is not configured for idempotent PUT", headers={"Allow": "POST"})
+        fence = behaviour.sync.fence
+        raw_key = request.headers.get(fence.header)
+        if raw_key is not None and fence.type in (FenceType.IDEMPOTENCY_KEY, FenceType.FINGERPRINT_LEDGER):
+            self.fence_key = check_fence_key(raw_key, f"the {fence.header} header")
+            record.idempotency_key = record.mutation_key = self.fence_key
+        elif raw_key is not None and is_fence_key(raw_key):
+            record.idempotency_key = raw_key  # logged for forensics; this receiver ignores it
+        body = await read_body_bounded(request, behaviour.limits.max_body_bytes, record)
+        record.body_digest = bytes_digest(body)
+        submission = decode_body(body, request.headers.get("content-type"),
+                                 request.headers.get("content-encoding"), behaviour.limits)
+        self.submission = submission
+        record.row_count = len(submission.rows)
+        record.payload_digest = ordered_digest(submission.encoded)
+        query = request.query_params
+        self.scope = parse_scope(query.get("range_start", submission.scalars.get("range_start")),
+                                 query.get("range_end", submission.scalars.get("range_end")))
+        record.scope_start, record.scope_end = self.scope.start, self.scope.end
+        if spec.mutation is MutationKind.PARTITION_REPLACE and self.scope.start is None:
+            raise ProblemError(422, "scope_required", "Unprocessable content",
+                               "partition_replace needs range_start and range_end")
+        if fence.required and fence.type is not FenceType.NONE and self.fence_key is None \
+                and fence.type is not FenceType.BARE_409:
+            raise ProblemError(400, "fence_key_required", "Bad request", f"the {fence.header} header is required")
+
+    def request_digest(self, fence_type: FenceType) -> str:
+        record = self.record
+        if fence_type is FenceType.FINGERPRINT_LEDGER:
+            # The exact request: method, path, query, media headers and the wire body bytes.
+            query = "&".join(sorted(f"{k}={v}" for k, v in self.request.query_params.multi_items()))
+            return fields_digest(self.request.method, self.request.url.path, query,
+                                 self.request.headers.get("content-type"),
+                                 self.request.headers.get("content-encoding"), record.body_digest)
+        # Stripe-like parameter comparison: the semantic request, not its encoding.
+        return fields_digest(self.request.method, self.resource, self.scope.start, self.scope.end,
+                             record.payload_digest)
+
+    def decide(self, txn: Txn, decision: Decision) -> Response:
+        behaviour, record = self.behaviour, self.record
+        assert self.submission is not None
+        now = txn.now()
+        if decision.status is not None and not decision.status.after_effect:
+            record.status, record.outcome = decision.status.status, "fault"
+            txn.record_request(record, now)
+            return fault_response(decision.status, now)
+        fence = behaviour.sync.fence
+        fence_name, fence_key, digest = fence.type.value, self.fence_key, ""
+        if fence.type is FenceType.BARE_409:
+            fence_key = fields_digest(self.scope.start, self.scope.end, record.payload_digest)
+        if fence_key is not None and fence.type is not FenceType.NONE:
+            digest = self.request_digest(fence.type)
+            existing = txn.fence(fence_name, self.resource, fence_key)
+            if existing is not None and fence.retention_seconds is not None \
+                    and existing["created_at"] + fence.retention_seconds < now:
+                txn.drop_fence(fence_name, self.resource, fence_key)
+                existing = None
+            if existing is not None:
+                return self._answer_existing(txn, existing, digest, now)
+        return self._apply(txn, decision, fence_name=fence_name, fence_key=fence_key, digest=digest, now=now)
+
+    def _answer_existing(self, txn: Txn, existing: object, digest: str, now: float) -> Response:
+        record, fence = self.record, self.behaviour.sync.fence
+        stored = dict(existing)  # type: ignore[call-overload]
+        if fence.type is FenceType.BARE_409:
+            record.status, record.outcome = 409, "duplicate"
+            txn.record_request(record, now)
+            return Response(status_code=409)
+        if stored["request_digest"] == digest:
+            record.status, record.outcome, record.receipt_id = stored["status"], "replayed", stored["receipt_id"]
+            txn.record_request(record, now)
+            return Response(content=stored["response"], status_code=stored["status"],
+                            media_type=JSON_MEDIA_TYPE, headers={"Idempotent-Replayed": "true"})
+        slug = ("idempotency_conflict" if fence.type is FenceType.FINGERPRINT_LEDGER
+                else "idempotency_key_mismatch")
+        problem = ProblemError(fence.mismatch_status, slug, "Idempotency key reused",
+                               "the key was first used with a different request")
+        record.status, record.outcome, record.problem = problem.status, "conflict", slug
+        txn.record_request(record, now)
+        return problem.response()
+
+    def _apply(self, txn: Txn, decision: Decision, *, fence_name: str, fence_key: str | None, digest: str,
+               now: float) -> Response:
+        behaviour, record, submission = self.behaviour, self.record, self.submission
+        assert submission is not None
+        spec = behaviour.resources[self.resource]
+        partition = partition_rows(submission, spec, self.scope, decision.reject_rows)
+        miscount = decision.miscount
+        reported_accepted = len(partition.accepted) + (miscount.accepted_delta if miscount else 0)
+        reported_rejected = len(partition.rejected) + (miscount.rejected_delta if miscount else 0)
+        success_status = behaviour.sync.success_status
+        record.receipt_id = receipt_id = new_id("rcpt")
+        record.outcome = "applied"
+        record.status = decision.status.status if decision.status is not None else success_status
+        request_id = txn.record_request(record, now)
+        effect_id = apply_effect(txn, EffectInput(
+            resource=self.resource, spec=spec, scope=self.scope, accepted=partition.accepted,
+            rejected_rows=len(partition.rejected), request_id=request_id, receipt_id=receipt_id,
+            payload_digest=record.payload_digest or "", reported_accepted=reported_accepted,
+            reported_rejected=reported_rejected, mutation_key=record.mutation_key,
+            idempotency_key=record.idempotency_key), now)
+        txn.conn.execute("UPDATE requests SET effect_id = ? WHERE request_id = ?", (effect_id, request_id))
+        body: dict[str, object] = {"receipt_id": receipt_id, "resource": self.resource,
+                                   "range_start": self.scope.start, "range_end": self.scope.end,
+                                   "accepted_rows": reported_accepted, "rejected_rows": reported_rejected}
+        records = records_view(partition.rejected, len(submission.rows), behaviour.sync.record_results)
+        if records is not None:
+            body["records"] = records
+        encoded_body = json.dumps(body, separators=(",", ":")).encode("utf-8")
+        if fence_key is not None and fence_name != FenceType.NONE.value:
+            txn.put_fence(fence_name, self.resource, fence_key, request_digest=digest, created_at=now,
+                          status=success_status, response=encoded_body, receipt_id=receipt_id)
+        if decision.status is not None:
+            return fault_response(decision.status, now)
+        return Response(content=encoded_body, status_code=success_status, media_type=JSON_MEDIA_TYPE)
+
+
+async def submit_batch(request: Request) -> Response:
+    receiver = receiver_of(request)
+    record = RequestRecord(endpoint=Endpoint.SYNC_SUBMIT.value, method=request.method,
+                           resource=str(request.path_params["resource"]))
+    intake = _SyncRequest(request, receiver, record)
+    try:
+        await intake.validate()
+    except ProblemError as problem:
+        return record_rejection(receiver, record, problem)
+    decision = receiver.faults.decide(intake.behaviour, Endpoint.SYNC_SUBMIT, request.method, intake.resource)
+    record.rule = decision.rule_names
+    if decision.delay is not None and not decision.delay.after_effect:
+        await asyncio.sleep(decision.delay.seconds)
+    with receiver.ledger.write() as txn:
+        response = intake.decide(txn, decision)
+    if decision.delay is not None and decision.delay.after_effect:
+        await asyncio.sleep(decision.delay.seconds)
+    return response
+
+
+async def resource_summary(request: Request) -> Response:
+    receiver = receiver_of(request)
+    behaviour = receiver.behaviour
+    resource = str(request.path_params["resource"])
+    if resource not in behaviour.resources:
+        return _unknown_resource().response()
+    try:
+        scope = parse_scope(request.query_params.get("range_start"), request.query_params.get("range_end"))
+    except ProblemError as problem:
+        return problem.response()
+    decision = receiver.faults.decide(behaviour, Endpoint.SUMMARY, "GET", resource)
+    with receiver.ledger.write() as txn:
+        now = txn.now()
+        if decision.status is not None:
+            return fault_response(decision.status, now)
+        jobs = behaviour.async_jobs
+        if jobs is not None and jobs.resource == resource:
+            settle_jobs(txn, jobs, behaviour.resources[resource], now)
+        rows = txn.live_rows(resource, scope.start, scope.end)
+    return JSONResponse({"resource": resource, "range_start": scope.start, "range_end": scope.end,
+                         "row_count": len(rows), "content_digest": multiset_digest(rows)})
