@@ -1,20 +1,13 @@
-"""Shared fixtures for the fault_proxy.tcp tests: servers under test and upstream servers.
-
-`toxiproxy_server` is parametrised over "builtin" (this project's server, always run) and "real"
-(a Toxiproxy binary, skipped with the reason when none is installed), so one set of client-side
-expectations is checked against both.
-"""
+"""Helpers for the fault_proxy.tcp tests: upstream servers and raw-socket clients."""
 
 from __future__ import annotations
 
 import socket
 import threading
 import time
-from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from toxiproxy import Toxiproxy
 
 from fault_proxy.tcp.launcher import ToxiproxyHandle, ToxiproxyNotFound, find_real_toxiproxy, start_toxiproxy
 
@@ -30,23 +23,6 @@ def start_server(kind: str, seed: int | None = None) -> ToxiproxyHandle:
         except ToxiproxyNotFound as exc:
             pytest.fail(str(exc))  # TOXIPROXY_SERVER was set: a broken setting must not pass as a skip
     return start_toxiproxy(kind, seed=seed)  # type: ignore[arg-type]
-
-
-@pytest.fixture(scope="module", params=["builtin", "real"])
-def toxiproxy_server(request: pytest.FixtureRequest) -> Iterator[ToxiproxyHandle]:
-    handle = start_server(request.param)
-    yield handle
-    handle.stop()
-
-
-@pytest.fixture
-def toxi(toxiproxy_server: ToxiproxyHandle) -> Iterator[Toxiproxy]:
-    """A toxiproxy-python client pointed at the server under test, left clean afterwards."""
-    client = Toxiproxy()
-    client.update_api_consumer(toxiproxy_server.host, toxiproxy_server.port)
-    client.destroy_all()
-    yield client
-    client.destroy_all()
 
 
 class EchoServer:
@@ -95,20 +71,6 @@ class EchoServer:
         self._sock.close()
 
 
-@pytest.fixture(scope="module")
-def echo_server() -> Iterator[EchoServer]:
-    server = EchoServer()
-    yield server
-    server.close()
-
-
-@pytest.fixture
-def counting_server() -> Iterator[EchoServer]:
-    server = EchoServer(echo=False)
-    yield server
-    server.close()
-
-
 class _BodyHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -124,19 +86,17 @@ class _BodyHandler(BaseHTTPRequestHandler):
 
 
 class _QuietHTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+
     def handle_error(self, request: object, client_address: object) -> None:
         pass  # resets are the point of these tests; socketserver would print each one
 
 
-@pytest.fixture(scope="module")
-def http_server() -> Iterator[str]:
+def start_http_server() -> tuple[ThreadingHTTPServer, str]:
+    """An HTTP/1.1 server answering every GET with HTTP_BODY, and its host:port."""
     server = _QuietHTTPServer(("127.0.0.1", 0), _BodyHandler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"127.0.0.1:{server.server_address[1]}"
 
 
 def listen_address(listen: str) -> tuple[str, int]:
