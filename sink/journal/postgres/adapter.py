@@ -1,0 +1,416 @@
+"""PostgreSQL journal adapter: the production authority (DeliveryJournalPort).
+
+Locking (one order for every code path, so no deadlock between them):
+  1. the ``journal_epoch`` row FOR SHARE (critical submit only: the gate must stay open);
+  2. ``rest_delivery_effect_domain_lock`` rows FOR UPDATE in sorted domain order;
+  3. operation rows FOR UPDATE;
+  4. capacity slot rows (FOR UPDATE SKIP LOCKED) / capacity scope rows.
+Every axis change is additionally an integer-revision CAS (``UPDATE ... WHERE revision = n``).
+"""
+
+# SQL text here is composed only from module constants (column lists, lock clauses); every value
+# is passed as a query parameter.
+# ruff: noqa: S608
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sink.contracts.state import AcknowledgementState
+from sink.journal.frontier import plan_promotion
+from sink.journal.markers import StoredMarker, UnreadableMarker, namespace_key
+from sink.journal.port import JournalRejection, RejectionReason, TransitionRejected
+from sink.journal.postgres import admission, effects
+from sink.journal.postgres.base import PostgresJournalBase
+from sink.journal.postgres.connection import Cursor
+from sink.journal.postgres.rows import OPERATION_COLUMNS, Row, operation_of, to_timestamp
+from sink.journal.records import (
+    AdmittedParent,
+    Attempt,
+    AxesState,
+    EffectTombstone,
+    FrontierResult,
+    GenerationInterval,
+    LeaseKind,
+    Observation,
+    OperationRow,
+    OrphanMarker,
+    ParentAdmission,
+    ParentRecord,
+    Receipt,
+    RetentionReport,
+    SubmitGrant,
+    SubmitRequest,
+    TransitionRequest,
+    operation_id_for,
+    require_digest,
+)
+from sink.journal.transition_policy import (
+    check_revision,
+    raises_effect_index,
+    releases_capacity,
+    resolve_submit,
+    resolve_transition,
+    to_axes,
+)
+
+_ATTEMPT_COLUMNS = (
+    "operation_id, attempt_ordinal, attempt_id, marker_digest, expected_revision, journal_epoch, "
+    "capacity_scope, created_at, capacity_released"
+)
+
+
+def attempt_of(row: Row) -> Attempt:
+    return Attempt(
+        operation_id=row["operation_id"], attempt_ordinal=int(row["attempt_ordinal"]),
+        attempt_id=row["attempt_id"], marker_digest=row["marker_digest"],
+        expected_revision=int(row["expected_revision"]), journal_epoch=int(row["journal_epoch"]),
+        capacity_scope=row["capacity_scope"], created_at=row["created_at"],
+        capacity_released=bool(row["capacity_released"]),
+    )
+
+
+class _DomainLockNeeded(Exception):
+    """The transition raises the effect index but the domain row was not locked first: redo."""
+
+
+class PostgresJournal(PostgresJournalBase):
+    """DeliveryJournalPort over one PostgreSQL schema."""
+
+    # ----- reads -------------------------------------------------------------------------------
+    @staticmethod
+    def _operation(cur: Cursor, operation_id: str, lock: str = "") -> OperationRow | None:
+        cur.execute(f"SELECT {OPERATION_COLUMNS} FROM operations WHERE operation_id = %s {lock}", (operation_id,))
+        row = cur.fetchone()
+        return None if row is None else operation_of(row)
+
+    @classmethod
+    def _require_operation(cls, cur: Cursor, operation_id: str, lock: str = "") -> OperationRow:
+        found = cls._operation(cur, operation_id, lock)
+        if found is None:
+            raise TransitionRejected(RejectionReason.UNKNOWN_OPERATION, f"no operation {operation_id}")
+        return found
+
+    @staticmethod
+    def _admitted(cur: Cursor, parent_id: str, *, lock: str = "") -> AdmittedParent | None:
+        cur.execute(f"SELECT {admission.PARENT_COLUMNS} FROM parents WHERE parent_id = %s {lock}", (parent_id,))
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return AdmittedParent(admission.parent_of(row), admission.load_children(cur, parent_id), created=False)
+
+    def get_parent(self, parent_id: str) -> ParentRecord | None:
+        with self._db.read() as cur:
+            return admission.load_parent_record(cur, parent_id)
+
+    def load_parent(self, parent_id: str) -> AdmittedParent:
+        with self._db.read(snapshot=True) as cur:
+            found = self._admitted(cur, parent_id)
+        if found is None:
+            raise JournalRejection(RejectionReason.UNKNOWN_PARENT, f"no parent {parent_id}")
+        return found
+
+    def get_operation(self, operation_id: str) -> OperationRow | None:
+        with self._db.read() as cur:
+            return self._operation(cur, operation_id)
+
+    def find_operation(self, operation_namespace: str, delivery_key: str) -> OperationRow | None:
+        return self.get_operation(operation_id_for(operation_namespace, delivery_key))
+
+    def operations_in_domain(self, effect_conflict_domain: str) -> Sequence[OperationRow]:
+        with self._db.read() as cur:
+            cur.execute(f"SELECT {OPERATION_COLUMNS} FROM operations WHERE effect_conflict_domain = %s "
+                        "ORDER BY operation_id", (effect_conflict_domain,))
+            return [operation_of(r) for r in cur.fetchall()]
+
+    def list_attempts(self, operation_id: str) -> tuple[Attempt, ...]:
+        with self._db.read() as cur:
+            cur.execute(f"SELECT {_ATTEMPT_COLUMNS} FROM attempts WHERE operation_id = %s ORDER BY attempt_ordinal",
+                        (operation_id,))
+            return tuple(attempt_of(r) for r in cur.fetchall())
+
+    def list_observations(self, operation_id: str) -> tuple[Observation, ...]:
+        with self._db.read() as cur:
+            cur.execute("SELECT observation_ordinal, acknowledgement_state, evidence_digest, observed_at "
+                        "FROM observations WHERE operation_id = %s ORDER BY observation_ordinal", (operation_id,))
+            return tuple(Observation(operation_id, int(r["observation_ordinal"]),
+                                     AcknowledgementState(r["acknowledgement_state"]), r["evidence_digest"],
+                                     r["observed_at"]) for r in cur.fetchall())
+
+    def get_receipt(self, operation_id: str) -> Receipt | None:
+        with self._db.read() as cur:
+            cur.execute("SELECT receipt_id, receipt_digest FROM receipts WHERE operation_id = %s", (operation_id,))
+            row = cur.fetchone()
+        return None if row is None else Receipt(row["receipt_id"], row["receipt_digest"])
+
+    # ----- admission ---------------------------------------------------------------------------
+    def admit_parent(self, request: ParentAdmission) -> AdmittedParent:
+        with self._db.write(f"admit_parent:{request.parent_id}", critical=True) as cur:
+            gate = self._gate(cur)
+            admitted = admission.admit(cur, request, journal_epoch=gate.journal_epoch,
+                                       initial=to_axes(self._contract.initial), fault=self._fault)
+            if admitted.created:
+                self._fault("admit.before_commit")
+        return admitted
+
+    # ----- transitions -------------------------------------------------------------------------
+    @staticmethod
+    def _cas_axes(cur: Cursor, row: OperationRow, target: AxesState, *, transition_id: str, actor_kind: str,
+                  actor_id: str, reconciliation_id: str | None, evidence_digest: str | None,
+                  extra_attempt: bool = False) -> OperationRow:
+        cur.execute(
+            "UPDATE operations SET execution_state = %s, remote_effect = %s, acknowledgement_state = %s, "
+            "verification_state = %s, checkpoint_state = %s, revision = revision + 1, "
+            "attempt_count = attempt_count + %s, "
+            "last_reconciliation_id = COALESCE(%s, last_reconciliation_id), updated_at = now() "
+            f"WHERE operation_id = %s AND revision = %s RETURNING {OPERATION_COLUMNS}",
+            (target.execution_state.value, target.remote_effect.value, target.acknowledgement_state.value,
+             target.verification_state.value, target.checkpoint_state.value, 1 if extra_attempt else 0,
+             reconciliation_id, row.operation_id, row.revision),
+        )
+        updated = cur.fetchone()
+        if updated is None:
+            raise TransitionRejected(RejectionReason.STALE_REVISION, f"operation {row.operation_id} changed")
+        cur.execute(
+            "INSERT INTO transition_log (operation_id, revision, transition_id, actor_kind, actor_id, "
+            "reconciliation_id, evidence_digest) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+            (row.operation_id, row.revision + 1, transition_id, actor_kind, actor_id, reconciliation_id,
+             evidence_digest),
+        )
+        return operation_of(updated)
+
+    def transition(self, request: TransitionRequest) -> OperationRow:
+        if request.evidence_digest is not None:
+            require_digest(request.evidence_digest, "evidence_digest")
+        try:
+            return self._transition(request, lock_domain=False)
+        except _DomainLockNeeded:
+            return self._transition(request, lock_domain=True)
+
+    def _transition(self, request: TransitionRequest, *, lock_domain: bool) -> OperationRow:
+        with self._db.write(f"transition:{request.operation_id}", critical=True) as cur:
+            if lock_domain:
+                peek = self._require_operation(cur, request.operation_id)
+                admission.lock_domains(cur, [peek.descriptor.effect_conflict_domain])
+            row = self._require_operation(cur, request.operation_id, "FOR UPDATE")
+            check_revision(row.operation_id, row.revision, request.expected_revision)
+            chosen = resolve_transition(self._contract, row.axes, request.transition_id, request.actor)
+            target = to_axes(chosen.target)
+            if raises_effect_index(row.axes, target) and not lock_domain:
+                raise _DomainLockNeeded
+            reconciliation_id = request.actor.reconciliation_id
+            if reconciliation_id is not None:
+                cur.execute("SELECT 1 FROM transition_log WHERE operation_id = %s AND reconciliation_id = %s",
+                            (row.operation_id, reconciliation_id))
+                if cur.fetchone() is not None:
+                    raise TransitionRejected(RejectionReason.INVALID_REQUEST,
+                                             "a reconciliation id is never reused on one operation")
+            if request.receipt is not None:
+                self._store_receipt(cur, row.operation_id, request.receipt)
+            updated = self._cas_axes(
+                cur, row, target, transition_id=chosen.id, actor_kind=request.actor.kind.value,
+                actor_id=request.actor.actor_id, reconciliation_id=reconciliation_id,
+                evidence_digest=request.evidence_digest,
+            )
+            self._fault("transition.updated")
+            if releases_capacity(target):
+                self._release_capacity(cur, row.operation_id)
+            if raises_effect_index(row.axes, target):
+                d = row.descriptor
+                effects.raise_applied_generation(cur, d.effect_conflict_domain, d.scope, d.generation)
+            self._fault("transition.before_commit")
+        return updated
+
+    @staticmethod
+    def _store_receipt(cur: Cursor, operation_id: str, receipt: Receipt) -> None:
+        cur.execute(
+            "INSERT INTO receipts (operation_id, receipt_id, receipt_digest) VALUES (%s, %s, %s) "
+            "ON CONFLICT (operation_id) DO NOTHING RETURNING operation_id",
+            (operation_id, receipt.receipt_id, receipt.receipt_digest),
+        )
+        if cur.fetchone() is not None:
+            return
+        cur.execute("SELECT receipt_id, receipt_digest FROM receipts WHERE operation_id = %s", (operation_id,))
+        stored = cur.fetchone()
+        if stored is None or (stored["receipt_id"], stored["receipt_digest"]) != (receipt.receipt_id,
+                                                                                  receipt.receipt_digest):
+            raise TransitionRejected(RejectionReason.RECEIPT_CONFLICT,
+                                     f"operation {operation_id} already has another receipt")
+
+    # ----- critical submit ---------------------------------------------------------------------
+    def reserve_and_mark_submitting(self, request: SubmitRequest) -> SubmitGrant:
+        require_digest(request.marker_digest, "marker_digest")
+        with self._db.write(f"reserve_and_mark_submitting:{request.operation_id}", critical=True) as cur:
+            gate = self._require_gate_open(cur)
+            cur.execute("SELECT effect_conflict_domain FROM operations WHERE operation_id = %s",
+                        (request.operation_id,))
+            peek = cur.fetchone()
+            if peek is None:
+                raise TransitionRejected(RejectionReason.UNKNOWN_OPERATION, f"no operation {request.operation_id}")
+            cur.execute("SELECT 1 FROM rest_delivery_effect_domain_lock WHERE effect_conflict_domain = %s "
+                        "FOR UPDATE", (peek["effect_conflict_domain"],))
+            row = self._require_operation(cur, request.operation_id, "FOR UPDATE")
+            check_revision(row.operation_id, row.revision, request.expected_revision)
+            chosen = resolve_submit(self._contract, row.axes, request.transition_id)
+            self._require_lease(cur, LeaseKind.MUTATION, row.operation_id, request.lease_owner)
+            if request.attempt_ordinal != row.attempt_count + 1:
+                raise TransitionRejected(
+                    RejectionReason.ATTEMPT_ORDINAL_NOT_NEXT,
+                    f"attempt ordinal must be {row.attempt_count + 1}, got {request.attempt_ordinal}",
+                )
+            self._check_marker(row, request, gate.journal_epoch)
+            effects.check_submit_fence(cur, row)
+            cur.execute(
+                "INSERT INTO attempts (operation_id, attempt_ordinal, attempt_id, marker_digest, expected_revision, "
+                f"journal_epoch, capacity_scope) VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING {_ATTEMPT_COLUMNS}",
+                (row.operation_id, request.attempt_ordinal, request.attempt_id, request.marker_digest,
+                 request.expected_revision, gate.journal_epoch, request.capacity_scope),
+            )
+            attempt_row = cur.fetchone()
+            assert attempt_row is not None
+            self._reserve_capacity(cur, request.capacity_scope, request.attempt_id, row.operation_id)
+            self._fault("submit.attempt_appended")
+            updated = self._cas_axes(
+                cur, row, to_axes(chosen.target), transition_id=chosen.id, actor_kind="automatic",
+                actor_id=request.lease_owner, reconciliation_id=None, evidence_digest=request.marker_digest,
+                extra_attempt=True,
+            )
+            self._fault("submit.before_commit")
+        return SubmitGrant(updated, attempt_of(attempt_row))
+
+    def _check_marker(self, row: OperationRow, request: SubmitRequest, epoch: int) -> None:
+        stored = self._markers.get(row.operation_namespace, row.operation_id, request.attempt_ordinal)
+        if stored is None:
+            raise TransitionRejected(RejectionReason.MARKER_MISSING,
+                                     f"no MAY_ATTEMPT marker for attempt {request.attempt_ordinal}")
+        m = stored.marker
+        binds = (
+            stored.digest == request.marker_digest
+            and m.parent_id == row.parent_id
+            and m.delivery_key == row.delivery_key
+            and m.generation == row.descriptor.generation
+            and m.mutation_intent_digest == row.descriptor.mutation_intent_digest
+            and m.expected_revision == request.expected_revision
+            and m.journal_epoch == epoch
+        )
+        if not binds:
+            raise TransitionRejected(RejectionReason.MARKER_MISMATCH, "MAY_ATTEMPT marker does not bind this attempt")
+
+    # ----- observations ------------------------------------------------------------------------
+    def record_observation(self, operation_id: str, *, observation_ordinal: int,
+                           acknowledgement_state: AcknowledgementState, evidence_digest: str,
+                           lease_owner: str) -> Observation:
+        require_digest(evidence_digest, "evidence_digest")
+        # Not critical: read-only polling is duplicate-safe and stays available with the gate BLOCKED.
+        with self._db.write(f"observe:{operation_id}", critical=False) as cur:
+            row = self._require_operation(cur, operation_id, "FOR UPDATE")
+            self._require_lease(cur, LeaseKind.OBSERVATION, operation_id, lease_owner)
+            if observation_ordinal != row.observation_count + 1:
+                raise JournalRejection(
+                    RejectionReason.OBSERVATION_ORDINAL_NOT_NEXT,
+                    f"observation ordinal must be {row.observation_count + 1}, got {observation_ordinal}",
+                )
+            cur.execute(
+                "INSERT INTO observations (operation_id, observation_ordinal, acknowledgement_state, "
+                "evidence_digest) VALUES (%s, %s, %s, %s) RETURNING observed_at",
+                (operation_id, observation_ordinal, acknowledgement_state.value, evidence_digest),
+            )
+            observed = cur.fetchone()
+            assert observed is not None
+            cur.execute("UPDATE operations SET observation_count = observation_count + 1 WHERE operation_id = %s",
+                        (operation_id,))
+        return Observation(operation_id, observation_ordinal, acknowledgement_state, evidence_digest,
+                           observed["observed_at"])
+
+    # ----- frontier ----------------------------------------------------------------------------
+    def promote_frontier(self, parent_id: str, *, lease_owner: str) -> FrontierResult:
+        with self._db.write(f"promote_frontier:{parent_id}", critical=True) as cur:
+            self._require_lease(cur, LeaseKind.CHECKPOINT, parent_id, lease_owner)
+            admitted = self._admitted(cur, parent_id, lock="FOR UPDATE")
+            if admitted is None:
+                raise JournalRejection(RejectionReason.UNKNOWN_PARENT, f"no parent {parent_id}")
+            result, promotions = plan_promotion(self._contract, admitted)
+            for row, target, transition_id in promotions:
+                self._cas_axes(cur, row, target, transition_id=transition_id, actor_kind="automatic",
+                               actor_id=lease_owner, reconciliation_id=None, evidence_digest=None)
+            cur.execute(
+                "UPDATE parents SET frontier_order = %s, frontier_scope_end = %s WHERE parent_id = %s",
+                (result.frontier_order,
+                 None if result.frontier_scope_end is None else to_timestamp(result.frontier_scope_end),
+                 parent_id),
+            )
+        return result
+
+    # ----- effect index and retention ----------------------------------------------------------
+    def get_tombstone(self, operation_id: str) -> EffectTombstone | None:
+        with self._db.read() as cur:
+            row = self._operation(cur, operation_id)
+            if row is None:
+                return None
+            cur.execute("SELECT profile_contract_digest, receipt_id FROM operation_tombstones "
+                        "WHERE operation_id = %s", (operation_id,))
+            extra = cur.fetchone()
+        assert extra is not None
+        d = row.descriptor
+        return EffectTombstone(
+            operation_id=row.operation_id, operation_namespace=row.operation_namespace,
+            delivery_key=d.delivery_key, mutation_intent_digest=d.mutation_intent_digest, generation=d.generation,
+            effect_conflict_domain=d.effect_conflict_domain, scope=d.scope, mutation_kind=d.mutation_kind,
+            payload_digest=d.payload_digest, profile_contract_digest=extra["profile_contract_digest"],
+            remote_effect=row.axes.remote_effect, verification_state=row.axes.verification_state,
+            checkpoint_state=row.axes.checkpoint_state, receipt_id=extra["receipt_id"],
+        )
+
+    def effect_intervals(self, effect_conflict_domain: str) -> tuple[GenerationInterval, ...]:
+        with self._db.read() as cur:
+            return effects.intervals(cur, effect_conflict_domain)
+
+    def apply_retention(self, *, observations_older_than: datetime) -> RetentionReport:
+        with self._db.write("retention", critical=False) as cur:
+            cur.execute(
+                "DELETE FROM observations WHERE observed_at < %s AND operation_id IN "
+                "(SELECT operation_id FROM operations WHERE execution_state = 'FINALIZED')",
+                (observations_older_than,),
+            )
+            deleted = cur.rowcount
+            cur.execute("SELECT (SELECT count(*) FROM operations) AS ops, "
+                        "(SELECT count(*) FROM applied_generation_map) AS pieces")
+            counts = cur.fetchone()
+        assert counts is not None
+        return RetentionReport(observations_deleted=deleted, tombstones_kept=int(counts["ops"]),
+                               intervals_kept=int(counts["pieces"]))
+
+    # ----- reconciliation ----------------------------------------------------------------------
+    def find_orphan_markers(self, operation_namespace: str | None = None) -> tuple[OrphanMarker, ...]:
+        wanted_key = None if operation_namespace is None else namespace_key(operation_namespace)
+        orphans: list[OrphanMarker] = []
+        with self._db.read() as cur:
+            for entry in self._markers.scan():
+                if isinstance(entry, UnreadableMarker):
+                    if wanted_key in (None, entry.operation_namespace_key):
+                        orphans.append(OrphanMarker(entry.operation_namespace_key, entry.operation_id,
+                                                    entry.attempt_ordinal, "", entry.digest, "marker unreadable"))
+                    continue
+                if operation_namespace is not None and entry.marker.operation_namespace != operation_namespace:
+                    continue
+                reason = _marker_mismatch(cur, entry)
+                if reason is not None:
+                    m = entry.marker
+                    orphans.append(OrphanMarker(m.operation_namespace, m.operation_id, m.attempt_ordinal,
+                                                m.attempt_id, entry.digest, reason))
+        return tuple(orphans)
+
+
+def _marker_mismatch(cur: Cursor, entry: StoredMarker) -> str | None:
+    m = entry.marker
+    cur.execute("SELECT attempt_id, expected_revision, journal_epoch, marker_digest FROM attempts "
+                "WHERE operation_id = %s AND attempt_ordinal = %s", (m.operation_id, m.attempt_ordinal))
+    attempt = cur.fetchone()
+    if attempt is None:
+        return "no journal attempt for this marker: possible remote effect"
+    if (attempt["attempt_id"], attempt["expected_revision"], attempt["journal_epoch"], attempt["marker_digest"]) != (
+        m.attempt_id, m.expected_revision, m.journal_epoch, entry.digest
+    ):
+        return "journal attempt differs from the marker: possible remote effect"
+    return None

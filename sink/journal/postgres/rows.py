@@ -1,0 +1,128 @@
+"""Conversions between PostgreSQL rows and the journal records (sink.journal.records)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from psycopg.types.range import Range
+
+from sink.contracts.state import (
+    AcknowledgementState,
+    CheckpointState,
+    ExecutionState,
+    RemoteEffect,
+    VerificationState,
+)
+from sink.journal.records import (
+    AxesState,
+    ChildDescriptor,
+    GenerationKey,
+    MutationKind,
+    OperationRow,
+    ScopeRange,
+)
+
+_INSTANT_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+
+Row = dict[str, Any]
+
+OPERATION_COLUMNS = (
+    "operation_id, parent_id, operation_namespace, delivery_key, child_ordinal, mutation_intent_digest, "
+    "payload_ref, payload_digest, frontier_order, coverage_proof_digest, effect_conflict_domain, "
+    "mutation_kind, scope_range, generation_interval_end, generation_correction_revision, "
+    "execution_state, remote_effect, acknowledgement_state, verification_state, checkpoint_state, "
+    "revision, attempt_count, observation_count, last_reconciliation_id"
+)
+
+
+def to_timestamp(instant: str) -> datetime:
+    """'YYYY-MM-DDTHH:MM:SSZ' -> aware UTC datetime."""
+    return datetime.strptime(instant, _INSTANT_FORMAT).replace(tzinfo=UTC)
+
+
+def to_instant(value: datetime) -> str:
+    return value.astimezone(UTC).strftime(_INSTANT_FORMAT)
+
+
+def scope_to_range(scope: ScopeRange) -> Range[datetime]:
+    return Range(to_timestamp(scope.start), to_timestamp(scope.end), "[)")
+
+
+def range_to_scope(value: Range[datetime]) -> ScopeRange:
+    if value.lower is None or value.upper is None:
+        raise ValueError("effect scopes are bounded ranges")
+    return ScopeRange(to_instant(value.lower), to_instant(value.upper))
+
+
+def generation_params(generation: GenerationKey) -> tuple[datetime, int]:
+    return to_timestamp(generation.scheduled_interval_end_utc), generation.correction_revision
+
+
+def generation_of(row: Row) -> GenerationKey:
+    return GenerationKey(to_instant(row["generation_interval_end"]), int(row["generation_correction_revision"]))
+
+
+def axes_of(row: Row) -> AxesState:
+    return AxesState(
+        ExecutionState(row["execution_state"]),
+        RemoteEffect(row["remote_effect"]),
+        AcknowledgementState(row["acknowledgement_state"]),
+        VerificationState(row["verification_state"]),
+        CheckpointState(row["checkpoint_state"]),
+    )
+
+
+def descriptor_of(row: Row) -> ChildDescriptor:
+    return ChildDescriptor(
+        ordinal=int(row["child_ordinal"]),
+        scope=range_to_scope(row["scope_range"]),
+        delivery_key=row["delivery_key"],
+        mutation_intent_digest=row["mutation_intent_digest"],
+        payload_ref=row["payload_ref"],
+        payload_digest=row["payload_digest"],
+        generation=generation_of(row),
+        frontier_order=int(row["frontier_order"]),
+        coverage_proof_digest=row["coverage_proof_digest"],
+        effect_conflict_domain=row["effect_conflict_domain"],
+        mutation_kind=MutationKind(row["mutation_kind"]),
+    )
+
+
+def operation_of(row: Row) -> OperationRow:
+    return OperationRow(
+        operation_id=row["operation_id"],
+        parent_id=row["parent_id"],
+        operation_namespace=row["operation_namespace"],
+        descriptor=descriptor_of(row),
+        axes=axes_of(row),
+        revision=int(row["revision"]),
+        attempt_count=int(row["attempt_count"]),
+        observation_count=int(row["observation_count"]),
+        last_reconciliation_id=row["last_reconciliation_id"],
+    )
+
+
+def child_params(
+    child: ChildDescriptor, *, operation_id: str, parent_id: str, namespace: str, axes: AxesState, epoch: int
+) -> tuple[object, ...]:
+    """Parameters in OPERATION_INSERT order."""
+    gen_end, gen_rev = generation_params(child.generation)
+    return (
+        operation_id, parent_id, namespace, child.delivery_key, child.ordinal,
+        child.mutation_intent_digest, child.payload_ref, child.payload_digest, child.frontier_order,
+        child.coverage_proof_digest, child.effect_conflict_domain, child.mutation_kind.value,
+        scope_to_range(child.scope), gen_end, gen_rev,
+        axes.execution_state.value, axes.remote_effect.value, axes.acknowledgement_state.value,
+        axes.verification_state.value, axes.checkpoint_state.value, epoch,
+    )
+
+
+OPERATION_INSERT = (
+    "INSERT INTO operations (operation_id, parent_id, operation_namespace, delivery_key, child_ordinal, "
+    "mutation_intent_digest, payload_ref, payload_digest, frontier_order, coverage_proof_digest, "
+    "effect_conflict_domain, mutation_kind, scope_range, generation_interval_end, "
+    "generation_correction_revision, execution_state, remote_effect, acknowledgement_state, "
+    "verification_state, checkpoint_state, admitted_epoch) "
+    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+)
