@@ -40,6 +40,8 @@ _IDENTIFIER = re.compile(r"^[a-z0-9](?:[a-z0-9._-]{0,126}[a-z0-9])?$")
 def check_identifier(value: str, what: str) -> str:
     """Stable lower-case identifiers: they end up in digests and file names, so no case folding,
     whitespace or path syntax."""
+    if "/" in value or "\\" in value or ".." in value:
+        raise contract_error("contract.path_traversal", f"{what} may not contain '/', '\\' or '..'")
     if not _IDENTIFIER.fullmatch(value):
         raise contract_error(
             "contract.invalid_value",

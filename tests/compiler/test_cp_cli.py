@@ -1,0 +1,70 @@
+"""CLI argument handling: scope options, formats, and the design-contract delegation."""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+from pathlib import Path
+from typing import Literal
+
+import pytest
+from cp_helpers import ASYNC_WORKLOAD, SCENARIOS
+from typer.testing import CliRunner
+
+from sink.cli import app
+
+pytestmark = pytest.mark.timeout(60)
+WORKLOAD = str(SCENARIOS / ASYNC_WORKLOAD)
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ["--scope-from", "2026-08-27"],
+        ["--scope-from", "2026-13-01", "--scope-to", "2026-08-30"],
+        ["--scope-from", "27.08.2026", "--scope-to", "2026-08-30"],
+    ],
+)
+def test_bad_scope_arguments_exit_2_with_code(arguments: list[str]) -> None:
+    result = CliRunner().invoke(app, ["plan", WORKLOAD, "--format", "json", *arguments])
+    assert result.exit_code == 2
+    assert [error["code"] for error in json.loads(result.stdout)["errors"]] == ["cli.invalid_argument"]
+
+
+def test_reversed_scope_exits_2() -> None:
+    result = CliRunner().invoke(app, ["plan", WORKLOAD, "--scope-from", "2026-08-30", "--scope-to", "2026-08-27"])
+    assert result.exit_code == 2
+    assert "error[contract.invalid_scope]" in result.stderr
+
+
+def test_text_plan_lists_identities_and_limits() -> None:
+    result = CliRunner().invoke(app, ["plan", WORKLOAD, "--scope-from", "2026-08-27", "--scope-to", "2026-08-30"])
+    assert result.exit_code == 0, result.output
+    for label in ("identities.operation_semantics_digest: sha256:", "limits.max_wire_bytes: 16000000",
+                  "delivery.receiver_mutation_key: sha256:", "timeouts_ms.connect_ms: 3000"):
+        assert label in result.stdout
+
+
+def test_unknown_format_is_a_usage_error() -> None:
+    result = CliRunner().invoke(app, ["plan", WORKLOAD, "--format", "yaml"])
+    assert result.exit_code == 2
+
+
+def test_check_design_contract_delegates(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    calls: list[tuple[Path | None, str]] = []
+
+    def fake(path: Path | None, output_format: Literal["text", "json"]) -> int:
+        calls.append((path, output_format))
+        return 4
+
+    module = types.ModuleType("sink.design.command")
+    module.check_design_contract = fake  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "sink.design.command", module)
+    target = tmp_path / "contract.yaml"
+    result = CliRunner().invoke(app, ["check-design-contract", str(target), "--format", "json"])
+    assert result.exit_code == 4
+    assert calls == [(target, "json")]
+    default = CliRunner().invoke(app, ["check-design-contract"])
+    assert default.exit_code == 4
+    assert calls[-1] == (None, "text")
