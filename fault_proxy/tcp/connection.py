@@ -161,6 +161,8 @@ class Connection:
                     self._end_direction(stream, writer)
                     return
                 await self._emit(self._chain(stream), 0, chunk, writer)
+                if self.closed:  # a toxic change closed us (removing a timeout does)
+                    return
         except CloseConnection as signal:
             self.close(signal.reset)
         except OSError:

@@ -16,6 +16,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -130,12 +131,17 @@ def _start_builtin_process(seed: int | None, timeout: float) -> ToxiproxyHandle:
     command = [sys.executable, "-m", "fault_proxy.tcp", "serve", "--api", f"{LOOPBACK}:0"]
     if seed is not None:
         command += ["--seed", str(seed)]
-    process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL)
-    line = _read_line(process, timeout)
-    if not line.startswith(READY_PREFIX):
-        _terminate(process, 5.0)
-        raise LaunchError("the built-in server did not announce its API address")
+    # stderr goes to a file so a failed start can say why; it never carries payload bytes.
+    with tempfile.TemporaryFile() as errors:
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                   stderr=errors)
+        line = _read_line(process, timeout)
+        if not line.startswith(READY_PREFIX):
+            _terminate(process, 5.0)
+            errors.seek(0)
+            last = errors.read().decode("utf-8", "replace").strip().splitlines()[-1:]
+            detail = f": {last[0]}" if last else ""
+            raise LaunchError(f"the built-in server did not announce its API address{detail}")
     url = line[len(READY_PREFIX):].strip()
     host_port = url.removeprefix("http://")
     host, _, port = host_port.rpartition(":")

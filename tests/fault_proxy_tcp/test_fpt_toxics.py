@@ -7,6 +7,7 @@ are generous, because a loaded CI machine is only ever late, never early.
 from __future__ import annotations
 
 import contextlib
+import socket
 import time
 
 import httpx
@@ -138,6 +139,28 @@ def test_limit_data_counts_http_headers_so_the_body_is_cut(toxi: Toxiproxy, http
         httpx.get(f"http://{proxy.listen}/", timeout=5.0)
     proxy.destroy_toxic("limit_data_downstream")
     assert httpx.get(f"http://{proxy.listen}/", timeout=5.0).content == HTTP_BODY
+
+
+def test_slow_close_holds_back_the_close(toxi: Toxiproxy, echo_server: EchoServer) -> None:
+    proxy = toxi.create(upstream=echo_server.address, name="slowclose")
+    proxy.add_toxic(type="slow_close", attributes={"delay": 80})
+    with connect(proxy.listen) as sock:
+        sock.sendall(b"bye")
+        assert sock.recv(16) == b"bye"
+        started = time.monotonic()
+        sock.shutdown(socket.SHUT_WR)  # the echo server then closes, and that close is delayed
+        assert read_until_closed(sock)[0] == b""
+        assert time.monotonic() - started >= 0.075
+
+
+def test_a_toxic_added_later_applies_to_open_connections(toxi: Toxiproxy, echo_server: EchoServer) -> None:
+    proxy = toxi.create(upstream=echo_server.address, name="live")
+    with connect(proxy.listen) as sock:
+        sock.sendall(b"before")
+        assert sock.recv(16) == b"before"
+        proxy.add_toxic(type="limit_data", attributes={"bytes": 2})
+        sock.sendall(b"after")
+        assert read_until_closed(sock)[0] == b"af"
 
 
 def test_down_refuses_connections_and_up_restores_them(toxi: Toxiproxy, echo_server: EchoServer) -> None:
