@@ -101,7 +101,8 @@ def test_overlapping_lower_generation_in_flight_blocks_the_higher(journal_env: J
     # Once the lower one is resolved (here: reconciled as no effect), the higher may submit.
     opened = step(env.journal, low_submitting, "reconciliation_opened",
                   actor=Actor(ActorKind.OPERATOR, "oncall", reconciliation_id="r-1"))
-    step(env.journal, opened, "reconciled_no_effect", actor=Actor(ActorKind.OPERATOR, "oncall", reconciliation_id="r-2"))
+    second_actor = Actor(ActorKind.OPERATOR, "oncall", reconciliation_id="r-2")
+    step(env.journal, opened, "reconciled_no_effect", actor=second_actor)
     assert submit(env.journal, env.markers, high).operation.axes.execution_state is ExecutionState.SUBMITTING
 
 
