@@ -1,0 +1,3 @@
+from fault_proxy.cli import main
+
+main()

@@ -1,0 +1,61 @@
+"""``fault-proxy`` command line (typer). ``app`` stays importable as ``fault_proxy.cli.app`` so
+other subcommand groups can be added to it."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Annotated
+
+import typer
+
+from fault_proxy.config import ConfigError, build_config
+
+app = typer.Typer(
+    name="fault-proxy",
+    help="Reverse proxy that cuts HTTP transport phases deterministically, with a control API.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def _root() -> None:
+    """Fault-injection reverse proxy."""
+
+
+@app.command()
+def serve(  # noqa: PLR0917 - typer maps each option to a parameter
+    listen: Annotated[str, typer.Option(help="HOST:PORT the proxy listens on (port 0: pick a free port)")],
+    upstream: Annotated[str, typer.Option(help="receiver base URL, e.g. http://127.0.0.1:8080")],
+    control: Annotated[str, typer.Option(help="HOST:PORT of the control API (port 0: pick a free port)")],
+    seed: Annotated[int, typer.Option(help="seed for probabilistic rules (same seed, same decisions)")] = 0,
+    ready_file: Annotated[
+        str | None, typer.Option(help="write the bound addresses as JSON here once listening")
+    ] = None,
+    allow_non_loopback: Annotated[
+        bool, typer.Option(help="accept non-loopback listen/upstream/control addresses")
+    ] = False,
+) -> None:
+    """Run the proxy in front of UPSTREAM until SIGINT/SIGTERM."""
+    try:
+        config = build_config(
+            listen=listen,
+            upstream=upstream,
+            control=control,
+            seed=seed,
+            allow_non_loopback=allow_non_loopback,
+            ready_file=ready_file,
+        )
+    except ConfigError as exc:
+        typer.echo(f"fault-proxy: error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    # mitmproxy is a heavy import: load it only when serving, so --help and errors stay fast.
+    from fault_proxy.server import serve as run_server  # noqa: PLC0415
+
+    raise typer.Exit(asyncio.run(run_server(config)))
+
+
+def main() -> None:
+    sys.exit(app())

@@ -1,0 +1,111 @@
+"""Run mitmproxy (reverse mode, lazy upstream connections, fully buffered bodies) and the control
+API in one process on one asyncio loop.
+
+mitmproxy is embedded through ``DumpMaster`` rather than run as ``mitmdump -s addon``: the
+control API must release held requests (``asyncio.Event`` on the proxy's loop) and read the
+request log, which is trivial in-process and would need an IPC channel across processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import signal
+import socket
+from collections.abc import Iterator
+
+import uvicorn
+from mitmproxy import options
+from mitmproxy.tools.dump import DumpMaster
+
+from fault_proxy.addon import FaultAddon
+from fault_proxy.config import HostPort, ServeConfig
+from fault_proxy.control_api import create_app
+from fault_proxy.state import ProxyState
+
+logger = logging.getLogger("fault_proxy")
+
+
+class _ControlServer(uvicorn.Server):
+    """uvicorn without its own signal handling: the proxy process owns SIGINT/SIGTERM."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def _bind(hp: HostPort) -> socket.socket:
+    family = socket.AF_INET6 if ":" in hp.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((hp.host, hp.port))
+    sock.listen(128)
+    sock.setblocking(False)
+    return sock
+
+
+def _mitm_options(config: ServeConfig) -> options.Options:
+    return options.Options(
+        mode=[f"reverse:{config.upstream_url}@{config.listen}"],
+    )
+
+
+def _write_ready(path: str, payload: dict[str, object]) -> None:
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(payload, handle)
+    os.replace(tmp, path)
+
+
+async def serve(config: ServeConfig) -> int:
+    control_sock = _bind(config.control)
+    control_addr = control_sock.getsockname()
+    state = ProxyState(upstream=config.upstream_url, seed=config.seed)
+    state.control = f"{control_addr[0]}:{control_addr[1]}"
+
+    master = DumpMaster(_mitm_options(config), with_termlog=False, with_dumper=False)
+    # connection_strategy=lazy: no upstream connection at client connect, so faults before
+    # forwarding never touch the receiver. No stream_large_bodies/body_size_limit: every body is
+    # buffered, which is what makes "receiver committed, client got nothing" possible.
+    master.options.update(  # type: ignore[no-untyped-call]
+        connection_strategy="lazy", stream_large_bodies=None, body_size_limit=None
+    )
+    master.addons.add(FaultAddon(state))  # type: ignore[no-untyped-call]
+    master_task = asyncio.create_task(master.run(), name="mitmproxy")
+
+    uv_config = uvicorn.Config(create_app(state), log_level="warning", access_log=False, lifespan="off")
+    control = _ControlServer(uv_config)
+    control_task = asyncio.create_task(control.serve(sockets=[control_sock]), name="control-api")
+
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+
+    proxyserver = master.addons.get("proxyserver")  # type: ignore[no-untyped-call]
+    while not proxyserver.listen_addrs() or not control.started:
+        if master_task.done() or control_task.done():
+            logger.error("fault-proxy failed to start (is a port in use?)")
+            master.shutdown()  # type: ignore[no-untyped-call]
+            control.should_exit = True
+            await asyncio.gather(master_task, control_task, return_exceptions=True)
+            return 1
+        await asyncio.sleep(0.02)
+    host, port, *_ = proxyserver.listen_addrs()[0]
+    state.listen = f"{host}:{port}"
+    ready = {"proxy": state.listen, "control": state.control, "upstream": state.upstream, "pid": os.getpid()}
+    if config.ready_file:
+        _write_ready(config.ready_file, ready)
+    print(json.dumps({"event": "ready", **ready}), flush=True)
+
+    await asyncio.wait(
+        [asyncio.create_task(stop.wait()), master_task, control_task], return_when=asyncio.FIRST_COMPLETED
+    )
+    state.holds.cut_all()
+    control.should_exit = True
+    master.shutdown()  # type: ignore[no-untyped-call]
+    await asyncio.gather(master_task, control_task, return_exceptions=True)
+    return 0
