@@ -126,7 +126,8 @@ def test_limit_data_upstream_counts_bytes_towards_the_server(
     proxy.add_toxic(type="limit_data", stream="upstream", attributes={"bytes": 50})
     with connect(proxy.listen) as sock:
         sock.sendall(PAYLOAD[:300])
-        read_until_closed(sock)  # the proxy closes the client side too
+        with contextlib.suppress(ConnectionResetError):  # how the client side ends is not the point
+            read_until_closed(sock)
     assert counting_server.wait_connections(1) == [50]
 
 

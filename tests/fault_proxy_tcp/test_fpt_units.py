@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import random
 
@@ -10,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fault_proxy.tcp.addresses import AddressError, join_host_port, split_host_port
-from fault_proxy.tcp.engine import ApiError, Proxy, Randomness
+from fault_proxy.tcp.engine import ApiError, Proxy, ProxyRegistry, Randomness
 from fault_proxy.tcp.toxics import (
     LatencyAttributes,
     Stream,
@@ -114,3 +115,18 @@ def test_toxicity_outside_zero_to_one_is_rejected() -> None:
             proxy.add_toxic({"type": "latency", "toxicity": bad})
         assert caught.value.status == 400
     assert proxy.toxics == []
+
+
+def test_populate_validates_everything_before_changing_anything() -> None:
+    async def scenario() -> tuple[int, list[str]]:
+        registry = ProxyRegistry()
+        good = {"name": "a", "upstream": "127.0.0.1:1", "enabled": False}
+        with pytest.raises(ApiError) as caught:
+            await registry.populate([good, {"name": "b", "upstream": "no-port"}])
+        with pytest.raises(ApiError):
+            await registry.populate([good, good])  # duplicate names in one request
+        return caught.value.status, list(registry.proxies)
+
+    status, names = asyncio.run(scenario())
+    assert status == 400
+    assert names == []
