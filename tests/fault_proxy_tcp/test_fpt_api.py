@@ -115,8 +115,9 @@ def test_proxy_update_disable_enable_and_delete(api: httpx.Client, echo_server: 
 
 
 def test_populate_creates_and_keeps_unchanged_proxies(api: httpx.Client, echo_server: EchoServer) -> None:
-    body = [{"name": "pop1", "upstream": echo_server.address, "listen": "127.0.0.1:0"},
-            {"name": "pop2", "upstream": echo_server.address, "listen": "127.0.0.1:0", "enabled": False}]
+    body: list[dict[str, object]] = [{"name": "pop1", "upstream": echo_server.address, "listen": "127.0.0.1:0"},
+                                     {"name": "pop2", "upstream": echo_server.address,
+                                      "listen": "127.0.0.1:0", "enabled": False}]
     response = api.post("/populate", json=body)
     assert response.status_code == 201
     proxies = response.json()["proxies"]
