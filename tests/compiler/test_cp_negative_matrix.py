@@ -8,6 +8,7 @@ not derived from the compiler, so a change of code is a visible test change.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -106,6 +107,8 @@ def test_expected_codes_are_documented_catalog_codes() -> None:
         for code in codes:
             assert code in CONTRACT_CODES or code.startswith("yaml."), code
             assert f"`{code}`" in docs, f"{code} is not documented in docs/authoring.md"
+    undocumented = {code for code in CONTRACT_CODES if f"`{code}`" not in docs}
+    assert not undocumented
 
 
 def _prepare(tmp_path: Path, case: str) -> Path:
@@ -157,3 +160,12 @@ def test_installed_entry_point_exits_2_without_traceback(tmp_path: Path, case: s
     assert "Traceback" not in done.stderr
     assert SENTINEL not in done.stdout + done.stderr
     assert all(f"error[{code}]" in done.stderr for code in EXPECTED[case])
+
+
+def test_every_code_raised_in_the_source_is_in_the_catalog() -> None:
+    raised: set[str] = set()
+    for package in ("sink/contracts", "sink/compiler"):
+        for path in (REPO / package).glob("*.py"):
+            raised.update(re.findall(r'"(contract\.[a-z_]+)"', path.read_text(encoding="utf-8")))
+    assert raised, "the scan found no codes: the pattern is broken"
+    assert raised <= CONTRACT_CODES, raised - CONTRACT_CODES
