@@ -13,11 +13,11 @@ RESTPROOF_REQUIRE_POSTGRES=1 is set (CI), in which case they fail.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 
 import pytest
 
-from sink.journal.postgres.cluster import Cluster, ClusterUnavailable, start_primary, start_standby
+from sink.journal.postgres.cluster import Cluster, ClusterSet, ClusterUnavailable, start_primary
 
 ENV_DSN = "RESTPROOF_PG_DSN"
 ENV_REQUIRE = "RESTPROOF_REQUIRE_POSTGRES"
@@ -54,36 +54,11 @@ def pg_dsn(_pg_session_cluster: Cluster | None) -> str:
     return _pg_session_cluster.dsn()
 
 
-class ClusterFactory:
-    """Creates clusters for one test and destroys them afterwards."""
-
-    def __init__(self) -> None:
-        self._clusters: list[Cluster] = []
-
-    def primary(self, settings: Mapping[str, str | int] | None = None) -> Cluster:
-        try:
-            cluster = start_primary(settings)
-        except (ClusterUnavailable, OSError) as exc:
-            _postgres_unavailable(str(exc))
-            raise
-        self._clusters.append(cluster)
-        return cluster
-
-    def standby(self, primary: Cluster, application_name: str) -> Cluster:
-        standby = start_standby(primary, application_name)
-        self._clusters.append(standby)
-        return standby
-
-    def destroy_all(self) -> None:
-        for cluster in reversed(self._clusters):
-            cluster.destroy()
-        self._clusters.clear()
-
-
 @pytest.fixture
-def pg_cluster() -> Iterator[ClusterFactory]:
-    factory = ClusterFactory()
+def pg_cluster() -> Iterator[ClusterSet]:
+    """Extra clusters for one test (primary + standby pairs); destroyed after it."""
+    clusters = ClusterSet(on_unavailable=_postgres_unavailable)
     try:
-        yield factory
+        yield clusters
     finally:
-        factory.destroy_all()
+        clusters.destroy_all()

@@ -17,7 +17,7 @@ import stat
 import subprocess
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -218,3 +218,34 @@ def start_standby(primary: Cluster, application_name: str) -> Cluster:
                        "hot_standby": "on"})
     standby.start()
     return standby
+
+
+class ClusterSet:
+    """Clusters made for one test (e.g. a primary and its standbys), destroyed together.
+
+    `on_unavailable` turns a start failure into the caller's policy (skip or fail a test).
+    """
+
+    def __init__(self, on_unavailable: Callable[[str], None] | None = None) -> None:
+        self._clusters: list[Cluster] = []
+        self._on_unavailable = on_unavailable
+
+    def primary(self, settings: Mapping[str, str | int] | None = None) -> Cluster:
+        try:
+            cluster = start_primary(settings)
+        except (ClusterUnavailable, OSError) as exc:
+            if self._on_unavailable is not None:
+                self._on_unavailable(str(exc))
+            raise
+        self._clusters.append(cluster)
+        return cluster
+
+    def standby(self, primary: Cluster, application_name: str) -> Cluster:
+        standby = start_standby(primary, application_name)
+        self._clusters.append(standby)
+        return standby
+
+    def destroy_all(self) -> None:
+        for cluster in reversed(self._clusters):
+            cluster.destroy()
+        self._clusters.clear()
