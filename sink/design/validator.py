@@ -8,6 +8,7 @@ they rely on its shape; each is independent, so one mutation shows every rule it
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from functools import cache
 from importlib import resources
@@ -67,6 +68,7 @@ RULES: dict[str, tuple[Rule, str]] = {
 ALL_RULE_IDS: tuple[str, ...] = ("yaml", "schema", *RULES)
 
 _SCHEMA_RESOURCE = "contract.schema.json"
+_SHORT_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,40}")
 
 
 @cache
@@ -85,10 +87,16 @@ def schema_findings(document: Any) -> list[Finding]:
     validator = Draft202012Validator(contract_schema())
     findings = []
     for error in validator.iter_errors(document):
-        # jsonschema messages quote the offending instance; report only keyword and location.
+        # jsonschema messages quote the offending instance; report only keyword, location and,
+        # for an unexpected key, the key name when it is a short identifier.
+        message = f"violates '{error.validator}' at {_pointer(error.absolute_schema_path)}"
+        if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+            known = error.schema.get("properties", {}) if isinstance(error.schema, dict) else {}
+            extras = sorted(str(key) for key in error.instance if key not in known)
+            names = [key if _SHORT_NAME.fullmatch(key) else "<key>" for key in extras]
+            message += f"; unexpected key(s): {', '.join(names)}"
         findings.append(Finding(rule="schema", location=_pointer(error.absolute_path),
-                                code=f"schema.{error.validator}",
-                                message=f"violates '{error.validator}' at {_pointer(error.absolute_schema_path)}"))
+                                code=f"schema.{error.validator}", message=message))
     return findings
 
 
