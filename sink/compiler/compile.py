@@ -73,7 +73,6 @@ def compile_plan(
         ),
     )
     sink = workload.sink
-    window = profile.limits.preferred_window_days
     fields = {
         "schema_id": PLAN_SCHEMA_ID,
         "compiler_version": COMPILER_VERSION,
@@ -83,8 +82,7 @@ def compile_plan(
             resource=sink.resource,
             mutation=sink.mutation,
             mapping_ref=sink.payload.mapping_ref,
-            preferred_window_days=sink.delivery_overrides.preferred_window_days
-            or (window.default if window is not None else None),
+            preferred_window_days=_effective_window(workload, profile),
         ),
         "binding": PlanBinding(
             connection_ref=sink.connection_ref,
@@ -108,6 +106,14 @@ def compile_plan(
         "digests": digests,
     }
     return CompiledPlan(**fields, compiled_plan_digest=_plan_digest(fields))  # type: ignore[arg-type]
+
+
+def _effective_window(workload: WorkloadManifest, profile: OperationProfile) -> int | None:
+    requested = workload.sink.delivery_overrides.preferred_window_days
+    if requested is not None:
+        return requested
+    window = profile.limits.preferred_window_days
+    return None if window is None else window.default
 
 
 def _plan_digest(fields: dict[str, object]) -> str:

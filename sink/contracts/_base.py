@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
 from pydantic_core import PydanticCustomError
 
 # hide_input_in_errors: a ValidationError rendered anywhere must not echo a pasted credential.
@@ -52,4 +52,4 @@ def check_identifier(value: str, what: str) -> str:
 
 
 Description = Annotated[str | None, Field(default=None, max_length=500, json_schema_extra=DISPLAY)]
-PositiveMillis = Annotated[int, Field(gt=0, le=7 * 24 * 3600 * 1000)]
+PositiveMillis = Annotated[StrictInt, Field(gt=0, le=7 * 24 * 3600 * 1000)]

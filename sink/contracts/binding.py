@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Literal
 from urllib.parse import urlsplit
 
-from pydantic import AwareDatetime, field_validator, model_validator
+from pydantic import AwareDatetime, StrictBool, field_validator, model_validator
 
 from sink.contracts._base import ContractModel, Description, contract_error
 
@@ -93,7 +93,7 @@ class ConnectionBinding(ContractModel):
     connection_type: Literal["rest"]
     description: Description
     authority: str
-    local: bool = False
+    local: StrictBool = False
     auth_provider: AuthProvider
     api_key_header: str | None = None
     credential_ref: str | None = None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, StrictInt, field_validator
 
 from sink.contracts._base import ContractModel, Description, check_identifier
 
@@ -13,7 +13,7 @@ class EnvironmentSnapshot(ContractModel):
     platform_instance_id: str
     tenant_id: str
     environment_id: str
-    namespace_revision: int = Field(ge=0)
+    namespace_revision: StrictInt = Field(ge=0)
     # ``production`` refuses local bindings and profiles whose fence is not yet certified.
     kind: Literal["local", "production"] = "local"
     description: Description

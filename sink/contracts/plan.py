@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import date
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, StrictBool, StrictInt, model_validator
 
 from sink.contracts._base import ContractModel, contract_error
 from sink.contracts.binding import AuthProvider, RemoteIdentity
@@ -26,7 +26,7 @@ Digest = Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
 class PlanProfileRef(ContractModel):
     ref: str
     id: str
-    version: int
+    version: StrictInt
     profile_schema_id: str
 
 
@@ -35,7 +35,7 @@ class PlanBinding(ContractModel):
 
     connection_ref: str
     authority_origin: str
-    local: bool
+    local: StrictBool
     auth_provider: AuthProvider
     api_key_header: str | None
     credential_ref: str | None
@@ -53,7 +53,7 @@ class PlanWorkload(ContractModel):
     mutation: MutationSpec
     mapping_ref: str
     # Effective planning preference: the workload override, else the profile default.
-    preferred_window_days: int | None
+    preferred_window_days: StrictInt | None
 
 
 class PlanDigests(ContractModel):
@@ -104,4 +104,4 @@ class DeliveryIdentity(ContractModel):
     receiver_mutation_key: Digest
     target_effect_scope: EffectScope
     scheduled_interval_end_utc: str
-    correction_revision: int = Field(ge=0)
+    correction_revision: StrictInt = Field(ge=0)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, StrictBool, StrictInt, field_validator, model_validator
 
 from sink.contracts._base import ContractModel, Description, check_identifier, contract_error
 from sink.contracts.profile_ack import AcknowledgementSpec, Extractor
@@ -39,7 +39,7 @@ class MutationFence(ContractModel):
     value_from: Literal["receiver_mutation_key", "delivery_key"] | None = None
     key_payload_binding: Literal["required", "not_bound"] | None = None
     certification_ref: str | None = Field(default=None, max_length=200)
-    retention_ttl_seconds: int | None = Field(default=None, ge=1, le=366 * 24 * 3600)
+    retention_ttl_seconds: StrictInt | None = Field(default=None, ge=1, le=366 * 24 * 3600)
 
     @field_validator("header_name")
     @classmethod
@@ -76,9 +76,9 @@ class MutationFence(ContractModel):
 
 
 class WindowLimit(ContractModel):
-    default: int = Field(ge=1, le=366)
-    min: int = Field(ge=1, le=366)
-    max: int = Field(ge=1, le=366)
+    default: StrictInt = Field(ge=1, le=366)
+    min: StrictInt = Field(ge=1, le=366)
+    max: StrictInt = Field(ge=1, le=366)
 
     @model_validator(mode="after")
     def _ordered(self) -> WindowLimit:
@@ -88,13 +88,13 @@ class WindowLimit(ContractModel):
 
 
 class Limits(ContractModel):
-    max_rows: int = Field(ge=1)
-    max_decoded_bytes: int = Field(ge=1)
-    planning_decoded_bytes: int = Field(ge=1)
-    max_wire_bytes: int = Field(ge=1)
-    planning_wire_bytes: int = Field(ge=1)
+    max_rows: StrictInt = Field(ge=1)
+    max_decoded_bytes: StrictInt = Field(ge=1)
+    planning_decoded_bytes: StrictInt = Field(ge=1)
+    max_wire_bytes: StrictInt = Field(ge=1)
+    planning_wire_bytes: StrictInt = Field(ge=1)
     preferred_window_days: WindowLimit | None = None
-    max_in_flight_children: int = Field(default=1, ge=1, le=64)
+    max_in_flight_children: StrictInt = Field(default=1, ge=1, le=64)
 
     @model_validator(mode="after")
     def _planning_below_hard(self) -> Limits:
@@ -108,14 +108,14 @@ class Limits(ContractModel):
 
 
 class ResultPolicy(ContractModel):
-    all_rows_accounted: bool
+    all_rows_accounted: StrictBool
     partial_result: Literal["fail_and_retain"]
     counters: dict[str, Extractor] = Field(default_factory=dict, max_length=8)
 
 
 class OperationProfile(ContractModel):
     id: str
-    version: int = Field(ge=1, le=999_999)
+    version: StrictInt = Field(ge=1, le=999_999)
     description: Description
     protocol_family: ProtocolFamily
     supported_mutations: tuple[MutationKind, ...] = Field(min_length=1, max_length=2)

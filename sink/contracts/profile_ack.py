@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, StrictBool, StrictInt, field_validator, model_validator
 
 from sink.contracts._base import ContractModel, contract_error
 from sink.contracts.profile_request import check_method
@@ -44,7 +44,7 @@ class Extractor(ContractModel):
 
     body_json_pointer: str | None = None
     header: str | None = None
-    required: bool = True
+    required: StrictBool = True
 
     @field_validator("body_json_pointer")
     @classmethod
@@ -70,9 +70,9 @@ class Extractor(ContractModel):
 
 
 class DuplicateSpec(ContractModel):
-    statuses: tuple[int, ...] = Field(min_length=1, max_length=8)
+    statuses: tuple[StrictInt, ...] = Field(min_length=1, max_length=8)
     # A bare duplicate status is not proof of the same delivery: require the receipt to match.
-    requires_receipt_for_same_delivery_key: bool
+    requires_receipt_for_same_delivery_key: StrictBool
 
     @field_validator("statuses")
     @classmethod
@@ -127,7 +127,7 @@ class PollSpec(ContractModel):
 
 
 class AcknowledgementSpec(ContractModel):
-    accepted_statuses: tuple[int, ...] = Field(min_length=1, max_length=8)
+    accepted_statuses: tuple[StrictInt, ...] = Field(min_length=1, max_length=8)
     receipt: dict[str, Extractor] = Field(default_factory=dict)
     duplicate: DuplicateSpec | None = None
     poll: PollSpec | None = None

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, StrictInt, model_validator
 
 from sink.contracts._base import ContractModel, PositiveMillis, contract_error
 
@@ -57,7 +57,7 @@ class SubmitRetryBudget(ContractModel):
     Delay is full jitter in [0, min(max_delay_ms, initial_delay_ms * 2**attempt)]; a Retry-After
     longer than the remaining budget blocks (never truncated)."""
 
-    max_attempts: int = Field(ge=1, le=10)
+    max_attempts: StrictInt = Field(ge=1, le=10)
     initial_delay_ms: PositiveMillis
     max_delay_ms: PositiveMillis
     retry_after: Literal["honor_or_block"] = "honor_or_block"
@@ -74,8 +74,8 @@ class SubmitRetryBudget(ContractModel):
 class PollBudget(ContractModel):
     """Read-only observation budget, separate from the submit budget."""
 
-    max_observations: int = Field(ge=1, le=100_000)
-    max_consecutive_errors: int = Field(ge=1, le=100)
+    max_observations: StrictInt = Field(ge=1, le=100_000)
+    max_consecutive_errors: StrictInt = Field(ge=1, le=100)
     initial_delay_ms: PositiveMillis
     max_delay_ms: PositiveMillis
 
@@ -94,10 +94,10 @@ RateScope = Literal["endpoint", "principal", "tenant", "environment"]
 class RateLimits(ContractModel):
     """Distributed limits, keyed by ``scope`` (never process-local)."""
 
-    submit_per_minute: int = Field(ge=1, le=100_000)
-    poll_per_minute: int = Field(ge=1, le=100_000)
-    max_active_requests: int = Field(ge=1, le=1_000)
-    max_active_remote_jobs: int = Field(ge=1, le=1_000)
+    submit_per_minute: StrictInt = Field(ge=1, le=100_000)
+    poll_per_minute: StrictInt = Field(ge=1, le=100_000)
+    max_active_requests: StrictInt = Field(ge=1, le=1_000)
+    max_active_remote_jobs: StrictInt = Field(ge=1, le=1_000)
     scope: tuple[RateScope, ...] = Field(min_length=1, max_length=4)
 
     @model_validator(mode="after")
@@ -108,10 +108,10 @@ class RateLimits(ContractModel):
 
 
 class RetentionPolicy(ContractModel):
-    receipt_retention_seconds: int = Field(ge=1, le=366 * 24 * 3600)
-    evidence_retention_days: int = Field(ge=1, le=3660)
+    receipt_retention_seconds: StrictInt = Field(ge=1, le=366 * 24 * 3600)
+    evidence_retention_days: StrictInt = Field(ge=1, le=3660)
 
 
 class ObservabilityPolicy(ContractModel):
-    max_evidence_scalar_bytes: int = Field(default=256, ge=16, le=4096)
+    max_evidence_scalar_bytes: StrictInt = Field(default=256, ge=16, le=4096)
     redaction: Literal["strict"] = "strict"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, StrictInt, field_validator
 
 from sink.contracts._base import ContractModel, Description, check_identifier, contract_error
 
@@ -71,7 +71,7 @@ class PayloadSpec(ContractModel):
 class DeliveryOverrides(ContractModel):
     """Closed set of planning preferences; each is range-checked against the profile's limits."""
 
-    preferred_window_days: int | None = None
+    preferred_window_days: StrictInt | None = None
 
 
 class RestSinkSpec(ContractModel):

@@ -212,3 +212,15 @@ def test_contracts_import_no_io_libraries() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("value", [True, "1", 1.0])
+def test_integers_are_strict(value: object) -> None:
+    document = {"platform_instance_id": "a", "tenant_id": "b", "environment_id": "c", "namespace_revision": value}
+    with pytest.raises(ValidationError):
+        contracts.EnvironmentSnapshot.model_validate(document)
+
+
+def test_booleans_are_strict() -> None:
+    with pytest.raises(ValidationError):
+        ConnectionBinding.model_validate({**LOCAL_BINDING, "local": "yes"})
