@@ -63,6 +63,14 @@ def test_timeout_stalls_then_closes_without_delivering_anything(
     assert elapsed >= 0.095
 
 
+def test_timeout_expiry_surfaces_in_httpx_as_remote_protocol_error(toxi: Toxiproxy, http_server: str) -> None:
+    proxy = toxi.create(upstream=http_server, name="to_http")
+    proxy.add_toxic(type="timeout", attributes={"timeout": 50})
+    # A clean close before any response byte: the FIN counterpart of the reset_peer case below.
+    with pytest.raises(httpx.RemoteProtocolError, match="without sending a response"):
+        httpx.get(f"http://{proxy.listen}/", timeout=5.0)
+
+
 def test_timeout_zero_holds_the_connection_and_delivers_nothing(
         toxi: Toxiproxy, echo_server: EchoServer) -> None:
     proxy = toxi.create(upstream=echo_server.address, name="hold")
