@@ -46,6 +46,9 @@ def check_authority(value: str) -> str:
     """A bare ``scheme://host[:port]`` origin: no userinfo, path, query or fragment."""
     if any(ord(char) < 0x21 or ord(char) == 0x7F for char in value):
         raise contract_error("contract.control_character", "the authority contains control characters or spaces")
+    if not value.isascii():
+        # Internationalised names must be given in their A-label (punycode) form: one spelling only.
+        raise contract_error("contract.invalid_authority", "the authority must be ASCII (use the punycode host form)")
     try:
         parts = urlsplit(value)
         port = parts.port
