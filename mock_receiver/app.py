@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from pathlib import Path as FilePath
 
-from fastapi import FastAPI, Query, Request
+from fastapi import FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
@@ -43,7 +43,7 @@ _JOB_BODY = {"requestBody": {"required": True, "content": {"multipart/form-data"
 _DATE = Query(default=None, description="ISO date; the range is half-open [range_start, range_end)")
 
 
-def open_receiver(behaviour: Behaviour, state_dir: Path, *, durability: str = "full") -> Receiver:
+def open_receiver(behaviour: Behaviour, state_dir: FilePath, *, durability: str = "full") -> Receiver:
     state_dir.mkdir(parents=True, exist_ok=True)
     return Receiver(behaviour=behaviour, ledger=Ledger(state_dir / LEDGER_FILE, durability=durability))
 
@@ -76,13 +76,17 @@ def _install_problem_handlers(app: FastAPI) -> None:
     app.add_exception_handler(Exception, on_unexpected)
 
 
-def _add_data_routes(app: FastAPI) -> None:
-    async def submit_batch(request: Request, resource: str, range_start: str | None = _DATE,
+def _add_data_routes(app: FastAPI, resource_names: list[str]) -> None:
+    # The schema lists the resources of the behaviour loaded at start (validation stays in the handler,
+    # so an unknown resource remains a 404 problem, also after a runtime behaviour switch).
+    resource_param = Path(json_schema_extra={"enum": resource_names})
+
+    async def submit_batch(request: Request, resource: str = resource_param, range_start: str | None = _DATE,
                            range_end: str | None = _DATE) -> Response:
         """Submit one batch of rows (JSON array, NDJSON, CSV, gzip, or one-file multipart)."""
         return await sync_api.submit_batch(request)
 
-    async def resource_summary(request: Request, resource: str, range_start: str | None = _DATE,
+    async def resource_summary(request: Request, resource: str = resource_param, range_start: str | None = _DATE,
                                range_end: str | None = _DATE) -> Response:
         """Row count and canonical content digest of the applied rows in a date range (read-only)."""
         return await sync_api.resource_summary(request)
@@ -112,7 +116,7 @@ def create_data_app(receiver: Receiver, *, include_admin: bool) -> FastAPI:
     app = FastAPI(title="restproof mock receiver", version="1", docs_url=None, redoc_url=None)
     app.state.receiver = receiver
     _install_problem_handlers(app)
-    _add_data_routes(app)
+    _add_data_routes(app, sorted(receiver.behaviour.resources))
     if include_admin:
         app.include_router(admin.router)
     return app
