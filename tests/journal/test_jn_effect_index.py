@@ -92,7 +92,8 @@ def test_retention_drops_verbose_rows_but_keeps_tombstones_and_map(journal_env: 
     assert env.journal.list_observations(op.operation_id) == ()
     tombstone = env.journal.get_tombstone(op.operation_id)
     assert tombstone is not None
-    assert (tombstone.remote_effect, tombstone.verification_state) == (RemoteEffect.FULLY_APPLIED, VerificationState.PASSED)
+    assert tombstone.remote_effect is RemoteEffect.FULLY_APPLIED
+    assert tombstone.verification_state is VerificationState.PASSED
     assert tombstone.mutation_intent_digest == final.descriptor.mutation_intent_digest
     assert len(env.journal.effect_intervals("domain-a")) == 1
     assert len(env.journal.list_attempts(op.operation_id)) == 1

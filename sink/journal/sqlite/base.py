@@ -73,6 +73,7 @@ class SqliteJournalBase:
                 "zero-RPO is required but the SQLite journal cannot prove synchronous replication; "
                 "use the PostgreSQL journal"
             )
+        encode_time(clock())  # a naive clock is refused before the file is touched
         self._markers = markers
         self._contract = contract if contract is not None else load_design_contract()
         self._clock = clock
@@ -85,7 +86,7 @@ class SqliteJournalBase:
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=FULL")
         self._conn.execute("PRAGMA foreign_keys=ON")
-        self._version = migrations.migrate(self._conn, self._clock())
+        self._version = migrations.migrate(self._conn, encode_time(self._clock()))
         with self._write("open") as (conn, now):
             conn.execute(
                 "INSERT OR IGNORE INTO journal_gate (singleton, state, journal_epoch, reason, changed_at) "

@@ -7,7 +7,6 @@ its ``schema_version`` row. A database whose version is newer than this code is 
 from __future__ import annotations
 
 import sqlite3
-from datetime import datetime
 
 from sink.journal.port import JournalConfigurationError
 
@@ -146,7 +145,7 @@ def _current_version(conn: sqlite3.Connection) -> int:
     return int(row[0]) if row and row[0] is not None else 0
 
 
-def migrate(conn: sqlite3.Connection, now: datetime) -> int:
+def migrate(conn: sqlite3.Connection, applied_at: str) -> int:
     """Apply every missing migration; return the resulting version."""
     conn.execute("BEGIN IMMEDIATE")
     try:
@@ -161,7 +160,7 @@ def migrate(conn: sqlite3.Connection, now: datetime) -> int:
             for statement in (s.strip() for s in script.split(";")):
                 if statement:
                     conn.execute(statement)
-            conn.execute("INSERT INTO schema_version (version, applied_at) VALUES (?, ?)", (version, now.isoformat()))
+            conn.execute("INSERT INTO schema_version (version, applied_at) VALUES (?, ?)", (version, applied_at))
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
