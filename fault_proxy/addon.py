@@ -188,9 +188,13 @@ class FaultAddon:
         fs = self._state_of(flow)
         if fs is None or flow.error is None:
             return
-        if fs.record.error is None:
-            fs.record.error = flow.error.msg
-        fs.record.stamp("error")
+        record = fs.record
+        if record.error is None:
+            record.error = flow.error.msg
+        if record.forwarded == "attempted" and flow.server_conn.timestamp_tcp_setup is None:
+            # The upstream connection never opened (refused, unreachable): nothing was forwarded.
+            record.forwarded = "no"
+        record.stamp("error")
 
     # -- fault application --------------------------------------------------------------------
     def _state_of(self, flow: http.HTTPFlow) -> _FlowState | None:

@@ -204,3 +204,32 @@ def test_control_api_is_not_reachable_through_the_proxy_port(fresh: RunningProxy
     # The receiver's answer (16 octet-stream bytes), not the control API's JSON health document.
     assert out.response.headers["content-type"] == "application/octet-stream" and out.body_bytes == 16
     assert len(fresh.upstream.saw(tid)) == 1
+
+
+def test_rules_combine_in_order_across_phases(fresh: RunningProxy) -> None:
+    fresh.control.add_rule({"fault": {"action": "delay", "phase": "request", "seconds": 0.2}})
+    fresh.control.add_rule({"fault": {"action": "close", "phase": "response"}})
+    tid = new_test_id()
+    out = traced_request(fresh.proxy_url, "POST", _path(tid), tid, content=b"{}")
+    assert isinstance(out.error, httpx.RemoteProtocolError)
+    assert len(fresh.upstream.saw(tid)) == 1
+    entry = entry_for(fresh, _by_path(_path(tid)))
+    assert [(f["action"], f["phase"]) for f in entry["faults"]] == [("delay", "request"), ("close", "response")]
+
+
+def test_upstream_down_is_logged_as_not_forwarded() -> None:
+    from fp_harness import start_proxy, start_upstream, stop_proxy
+
+    upstream = start_upstream()
+    upstream.server.shutdown()
+    upstream.server.server_close()  # nothing listens on the upstream port any more
+    running = start_proxy(upstream)
+    try:
+        tid = new_test_id()
+        out = traced_request(running.proxy_url, "POST", _path(tid), tid, content=b"{}")
+        assert out.response is not None and out.response.status_code == 502  # mitmproxy's own answer
+        entry = entry_for(running, _by_path(_path(tid)))
+        assert entry["forwarded"] == "no" and entry["upstream_status"] is None
+        assert entry["error"]
+    finally:
+        stop_proxy(running)

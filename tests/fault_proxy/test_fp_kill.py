@@ -96,3 +96,18 @@ def test_kill_refuses_the_proxy_itself(fresh: RunningProxy) -> None:
     entry = entry_for(fresh, lambda e: e["path"] == f"/kill/{tid}")
     assert entry["faults"][0]["detail"]["result"] == "refused_own_process"
     assert fresh.process.poll() is None
+
+
+def test_kill_at_forwarded_for_a_bodyless_request_acts_when_the_answer_arrives(fresh: RunningProxy) -> None:
+    fresh.control.add_rule(
+        {"match": {"method": "GET"}, "fault": {"action": "kill", "phase": "forwarded", "pid": 4_000_000}}
+    )
+    tid = new_test_id()
+    out = traced_request(fresh.proxy_url, "GET", f"/kill/{tid}", tid)
+    # No body to stream: the earliest point after forwarding is the receiver's answer; the
+    # request continues (a kill at "forwarded" never cuts the request itself).
+    assert out.response is not None and out.response.status_code == 200
+    assert len(fresh.upstream.saw(tid)) == 1
+    entry = entry_for(fresh, lambda e: e["path"] == f"/kill/{tid}")
+    assert entry["faults"][0]["phase"] == "response_headers"
+    assert entry["faults"][0]["detail"]["result"] == "no_such_process"
