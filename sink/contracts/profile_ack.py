@@ -90,6 +90,14 @@ class PollSpec(ContractModel):
     failed: tuple[str, ...] = Field(default=(), max_length=MAX_VOCABULARY)
     cancelled: tuple[str, ...] = Field(default=(), max_length=MAX_VOCABULARY)
     expired: tuple[str, ...] = Field(default=(), max_length=MAX_VOCABULARY)
+    # Statuses by which the receiver says "this receipt no longer exists" (e.g. 410). Kept apart from
+    # other 4xx: only these may become acknowledgement EXPIRED; anything else is PROTOCOL_UNKNOWN.
+    expired_statuses: tuple[StrictInt, ...] = Field(default=(), max_length=4)
+
+    @field_validator("expired_statuses")
+    @classmethod
+    def _expired_statuses(cls, value: tuple[int, ...]) -> tuple[int, ...]:
+        return _check_statuses(value, low=400, high=499)
 
     @field_validator("method", mode="before")
     @classmethod
