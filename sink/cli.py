@@ -246,7 +246,7 @@ def check_design_contract(
     """Validate the machine-readable design contract (states, transitions, error catalog)."""
     try:
         # Lazy: the design checker is an optional component with its own dependencies.
-        from sink.design.command import check_design_contract as run  # type: ignore[import-not-found]  # noqa: PLC0415
+        from sink.design.command import check_design_contract as run  # noqa: PLC0415
     except ImportError:
         sys.stderr.write("error[cli.unavailable] the design contract checker is not installed\n")
         raise typer.Exit(int(ExitClass.UNAVAILABLE)) from None

@@ -68,3 +68,16 @@ def test_check_design_contract_delegates(monkeypatch: pytest.MonkeyPatch, tmp_pa
     default = CliRunner().invoke(app, ["check-design-contract"])
     assert default.exit_code == 4
     assert calls[-1] == (None, "text")
+
+
+def test_check_design_contract_runs_the_bundled_contract() -> None:
+    result = CliRunner().invoke(app, ["check-design-contract", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["valid"] is True
+
+
+def test_check_design_contract_without_the_component_exits_3(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "sink.design.command", None)  # makes the import raise ImportError
+    result = CliRunner().invoke(app, ["check-design-contract"])
+    assert result.exit_code == 3
+    assert "error[cli.unavailable]" in result.stderr
