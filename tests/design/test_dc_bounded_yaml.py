@@ -5,10 +5,21 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
+import sink.bounded_yaml as bounded
 from sink.bounded_yaml import ERROR_CODES, BoundedYamlError, load_bounded_yaml, load_bounded_yaml_file
 
 SENTINEL = "s3cr3t-sentinel-value-7f1c"
+PARSERS = ["pure-python", "libyaml"] if yaml.__with_libyaml__ else ["pure-python"]
+
+
+@pytest.fixture(autouse=True, params=PARSERS)
+def parser(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every loader test runs with both parser back ends: the refusal contract must not depend on it."""
+    if request.param == "pure-python":
+        monkeypatch.setattr(bounded, "_LoaderClass", bounded._PureBoundedLoader)
+    return str(request.param)
 
 
 def _refusal(data: bytes, **bounds: int) -> BoundedYamlError:
@@ -222,3 +233,8 @@ def test_file_loader_never_reads_past_the_cap() -> None:
     with pytest.raises(BoundedYamlError) as caught:
         load_bounded_yaml_file(Path("/dev/zero"), max_bytes=4096)
     assert caught.value.code == "yaml.too_large"
+
+
+def test_libyaml_is_the_default_back_end_when_built(parser: str) -> None:
+    expected = "_CBoundedLoader" if parser == "libyaml" else "_PureBoundedLoader"
+    assert bounded._LoaderClass.__name__ == expected
