@@ -12,8 +12,10 @@ import time
 
 import httpx
 import pytest
-from fpt_helpers import HTTP_BODY, EchoServer, connect, echo_roundtrip, read_until_closed, start_server
+from fpt_helpers import HTTP_BODY, EchoServer, connect, echo_roundtrip, read_until_closed
 from toxiproxy import Toxiproxy
+
+from fault_proxy.tcp.launcher import start_toxiproxy
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -221,8 +223,8 @@ def test_reset_restores_proxies_and_removes_toxics(toxi: Toxiproxy, echo_server:
     assert echo_roundtrip(proxy.listen, b"whole")[0] == b"whole"
 
 
-def _reset_pattern(kind: str, seed: int, upstream: str, connections: int = 24) -> list[bool]:
-    handle = start_server(kind, seed=seed)
+def _reset_pattern(seed: int, upstream: str, *, in_thread: bool, connections: int = 24) -> list[bool]:
+    handle = start_toxiproxy("builtin", seed=seed, in_thread=in_thread)
     try:
         client = Toxiproxy()
         client.update_api_consumer(handle.host, handle.port)
@@ -247,9 +249,11 @@ def test_seeded_toxicity_is_reproducible(toxiproxy_server: object, request: pyte
     if kind == "real":
         pytest.skip("Toxiproxy's -seed seeds one generator shared by every goroutine; it does not "
                     "promise the same per-connection outcomes across runs")
-    first = _reset_pattern(kind, 7, echo_server.address)
-    again = _reset_pattern(kind, 7, echo_server.address)
-    other = _reset_pattern(kind, 8, echo_server.address)
+    # One run in a subprocess and one on a thread: the pattern must not depend on the process
+    # (string hashing is randomised per process) nor on how the server was started.
+    first = _reset_pattern(7, echo_server.address, in_thread=False)
+    again = _reset_pattern(7, echo_server.address, in_thread=True)
+    other = _reset_pattern(8, echo_server.address, in_thread=True)
     assert first == again
     assert True in first and False in first  # a 0.5 toxicity really is a coin, not a constant
     assert other != first
