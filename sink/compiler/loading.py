@@ -46,7 +46,8 @@ def default_paths(
     bindings_dir: Path | None = None,
     environment: Path | None = None,
 ) -> SourcePaths:
-    scenarios = workload.parent.parent
+    # absolute(): a bare file name ("w.yaml" run inside workloads/) still finds its scenarios/ directory.
+    scenarios = workload.absolute().parent.parent
     return SourcePaths(
         workload=workload,
         profiles_dir=profiles_dir if profiles_dir is not None else scenarios / "profiles",

@@ -81,3 +81,9 @@ def test_check_design_contract_without_the_component_exits_3(monkeypatch: pytest
     result = CliRunner().invoke(app, ["check-design-contract"])
     assert result.exit_code == 3
     assert "error[cli.unavailable]" in result.stderr
+
+
+def test_defaults_resolve_from_a_bare_workload_file_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(SCENARIOS / "workloads")
+    result = CliRunner().invoke(app, ["check", "measurements-async.yaml"])
+    assert result.exit_code == 0, result.output
