@@ -77,6 +77,7 @@ class RejectionReason(StrEnum):
     RECEIPT_CONFLICT = "receipt_conflict"
     FRONTIER_NOT_MONOTONIC = "frontier_not_monotonic"
     INVALID_REQUEST = "invalid_request"
+    PROMOTION_ONLY_VIA_FRONTIER = "promotion_only_via_frontier"
 
 
 class JournalError(Exception):
@@ -180,9 +181,11 @@ class DeliveryJournalPort(Protocol):
 
         Checks: revision == expected_revision (else STALE_REVISION), transition listed from the
         current tuple (else ILLEGAL_TRANSITION), operator-only transitions need an operator actor
-        with a reconciliation id (else OPERATOR_REQUIRED). On success revision += 1; a receipt is
-        stored in the same transaction; RETRY_WAIT and terminal tuples whose effect is not UNKNOWN
-        release the attempt's capacity; a move to FULLY_APPLIED raises the effect interval map.
+        with a reconciliation id (else OPERATOR_REQUIRED); a reconciliation id is never reused on one
+        operation; checkpoint PROMOTED is reached only through ``promote_frontier`` (else
+        PROMOTION_ONLY_VIA_FRONTIER). On success revision += 1; a receipt is stored in the same
+        transaction; RETRY_WAIT and FINALIZED tuples whose effect is not UNKNOWN release the
+        attempt's capacity; a move to FULLY_APPLIED raises the effect interval map.
         """
 
     def reserve_and_mark_submitting(self, request: SubmitRequest) -> SubmitGrant:

@@ -6,7 +6,7 @@ module answers with the contract transition to apply or raises TransitionRejecte
 
 from __future__ import annotations
 
-from sink.contracts.state import ExecutionState, RemoteEffect
+from sink.contracts.state import CheckpointState, ExecutionState, RemoteEffect
 from sink.design.query import DesignContract, StateTuple, Transition, TransitionKind
 from sink.journal.port import RejectionReason, TransitionRejected
 from sink.journal.records import Actor, ActorKind, AxesState
@@ -56,7 +56,7 @@ def _check_actor(transition: Transition, actor: Actor) -> None:
 def resolve_transition(
     contract: DesignContract, current: AxesState, transition_id: str, actor: Actor
 ) -> Transition:
-    """A contract transition other than a submit: the target may not be SUBMITTING."""
+    """A contract transition other than a submit or a checkpoint promotion."""
     transition = contract.transition_by_id(transition_id, to_state_tuple(current))
     if transition is None:
         raise TransitionRejected(
@@ -67,6 +67,15 @@ def resolve_transition(
         raise TransitionRejected(
             RejectionReason.SUBMIT_ONLY_VIA_CRITICAL_PATH,
             "SUBMITTING is entered only through reserve_and_mark_submitting",
+        )
+    if (
+        transition.target.checkpoint_state is CheckpointState.PROMOTED
+        and current.checkpoint_state is not CheckpointState.PROMOTED
+    ):
+        # A lone promotion could jump a gap; only the contiguous-frontier transaction promotes.
+        raise TransitionRejected(
+            RejectionReason.PROMOTION_ONLY_VIA_FRONTIER,
+            "checkpoint promotion happens only through promote_frontier under the checkpoint lease",
         )
     _check_actor(transition, actor)
     return transition

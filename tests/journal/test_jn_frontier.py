@@ -13,8 +13,8 @@ from jn_builders import CAPACITY, apply_fully, day, fail_no_effect, week_parent
 
 from sink.contracts.state import CheckpointState
 from sink.journal.frontier import contiguous_frontier
-from sink.journal.port import JournalRejection, RejectionReason
-from sink.journal.records import LeaseKind, LeaseRequest
+from sink.journal.port import JournalRejection, RejectionReason, TransitionRejected
+from sink.journal.records import LeaseKind, LeaseRequest, TransitionRequest
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -78,6 +78,18 @@ def test_port_promotes_only_up_to_the_gap(journal_env: JournalEnv) -> None:
     stored = env.journal.get_parent(parent_id)
     assert stored is not None and stored.frontier_order == 0
     assert env.journal.promote_frontier(parent_id, lease_owner="ck").promoted_operation_ids == ()
+
+
+def test_promotion_past_a_gap_cannot_be_forced_by_a_plain_transition(journal_env: JournalEnv) -> None:
+    env = journal_env
+    env.journal.configure_capacity(CAPACITY, 8)
+    first, second = env.journal.admit_parent(week_parent("route-1", weeks=2)).children
+    fail_no_effect(env.journal, env.markers, first)
+    eligible = apply_fully(env.journal, env.markers, second)
+    with pytest.raises(TransitionRejected) as caught:
+        env.journal.transition(TransitionRequest(eligible.operation_id, eligible.revision, "checkpoint_promoted"))
+    assert caught.value.reason is RejectionReason.PROMOTION_ONLY_VIA_FRONTIER
+    assert env.journal.get_operation(eligible.operation_id) == eligible
 
 
 COMPLETION_ORDERS = list(itertools.permutations(range(3)))
