@@ -8,6 +8,7 @@ only (exit 1), because a traceback's locals could include document content.
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 from datetime import date
@@ -253,12 +254,38 @@ def check_design_contract(
     raise typer.Exit(run(path, output.value))
 
 
-def main() -> None:
+# Typer vendors click; its UsageError (bad option value, unknown option, missing argument) is
+# reachable only as a base class of the public BadParameter.
+_UsageError: type[Exception] = next(
+    base for base in typer.BadParameter.__mro__ if base.__name__ == "UsageError"
+)
+
+
+def _wants_json(args: list[str]) -> bool:
+    return "--format=json" in args or any(
+        flag == "--format" and value == "json" for flag, value in itertools.pairwise(args)
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else list(argv)
     try:
-        app()
+        code = app(args=args, prog_name="delivery", standalone_mode=False)
+    except _UsageError as exc:
+        exit_code = int(getattr(exc, "exit_code", ExitClass.INVALID_INPUT))
+        if _wants_json(args):
+            message = str(getattr(exc, "format_message", lambda: "invalid command line")())
+            _emit_json({"ok": False, "exit_code": exit_code,
+                        "errors": [{"code": "cli.usage", "location": "command line", "message": message}]})
+        show = getattr(exc, "show", None)
+        if callable(show):
+            show()  # click's own usage text on stderr
+        sys.stderr.write("error[cli.usage] invalid command line\n")
+        raise SystemExit(exit_code) from None
     except Exception as exc:  # the last line of defence against a leaking traceback
         sys.stderr.write(f"delivery: internal error ({type(exc).__name__})\n")
         raise SystemExit(INTERNAL_ERROR_EXIT) from None
+    raise SystemExit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

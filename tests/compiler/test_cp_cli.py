@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import types
 from pathlib import Path
@@ -87,3 +88,24 @@ def test_defaults_resolve_from_a_bare_workload_file_name(monkeypatch: pytest.Mon
     monkeypatch.chdir(SCENARIOS / "workloads")
     result = CliRunner().invoke(app, ["check", "measurements-async.yaml"])
     assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [["--bogus"], ["--format", "yaml"], ["--correction-revision", "-1"], ["--correction-revision", "x"]],
+)
+def test_usage_errors_through_the_entry_point_are_json_when_asked(arguments: list[str]) -> None:
+    wants_json = "yaml" not in arguments
+    command = [sys.executable, "-m", "sink.cli", "plan", WORKLOAD, *arguments]
+    if wants_json:
+        command += ["--format", "json"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    assert "error[cli.usage]" in done.stderr
+    assert "Traceback" not in done.stderr
+    if wants_json:
+        report = json.loads(done.stdout)
+        assert report["ok"] is False
+        assert [error["code"] for error in report["errors"]] == ["cli.usage"]
+    else:
+        assert done.stdout == ""
