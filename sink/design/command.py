@@ -6,6 +6,7 @@ schema or semantic finding). The report goes to stdout; no input ever produces a
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -65,3 +66,17 @@ def check_design_contract(
         result = _internal_failure(error)
     out.write(render_json(result) if output_format == "json" else render_text(result))
     return int(ExitClass.OK) if result["valid"] else int(ExitClass.INVALID_INPUT)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Stand-alone entry (``python -m sink.design.command [PATH] [--format json]``) for CI smoke checks
+    before or without the ``delivery`` CLI; argparse reports bad arguments with exit 2."""
+    parser = argparse.ArgumentParser(prog="check-design-contract", description=__doc__)
+    parser.add_argument("path", nargs="?", type=Path, default=None, help="contract file (default: bundled)")
+    parser.add_argument("--format", choices=("text", "json"), default="text", dest="output_format")
+    arguments = parser.parse_args(argv)
+    return check_design_contract(arguments.path, arguments.output_format)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -115,3 +115,17 @@ def test_internal_validator_defect_is_reported_not_raised(monkeypatch: pytest.Mo
     assert exit_code == 2 and report["valid"] is False
     assert report["findings"][0]["code"] == "design.internal_error"
     assert "secret-bearing" not in raw
+
+
+def test_stand_alone_entry_point(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from sink.design.command import main
+
+    assert main([]) == 0
+    assert "valid" in capsys.readouterr().out
+    target = tmp_path / "dup.yaml"
+    target.write_bytes(b"a: 1\na: 2\n")
+    assert main([str(target), "--format", "json"]) == 2
+    assert json.loads(capsys.readouterr().out)["findings"][0]["code"] == "yaml.duplicate_key"
+    with pytest.raises(SystemExit) as caught:
+        main(["--format", "xml"])
+    assert caught.value.code == 2
