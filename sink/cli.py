@@ -21,6 +21,7 @@ import typer
 from sink.compiler import CompileError, Diagnostic, compile_files, default_paths, delivery_identity
 from sink.contracts.errors import ExitClass
 from sink.contracts.plan import CompiledPlan, DeliveryIdentity
+from sink.contracts.schemas import document_schema
 
 app = typer.Typer(
     name="delivery",
@@ -235,6 +236,20 @@ def _render_text(view: dict[str, Any]) -> str:
 
     walk("", view)
     return "\n".join(lines) + "\n"
+
+
+class DocumentKind(StrEnum):
+    WORKLOAD = "workload"
+    PROFILE = "profile"
+    BINDING = "binding"
+    ENVIRONMENT = "environment"
+    PLAN = "plan"
+
+
+@app.command()
+def schema(kind: Annotated[DocumentKind, typer.Argument(help="Which document.", show_default=False)]) -> None:
+    """Print the closed JSON Schema (Draft 2020-12) of a document kind, for editors and validators."""
+    _emit_json(document_schema(kind.value))
 
 
 @app.command("check-design-contract")

@@ -56,6 +56,7 @@ from sink.contracts.results import (
     OperatorAction,
     RouteExecutionResult,
 )
+from sink.contracts.schemas import DOCUMENT_MODELS, document_schema
 from sink.contracts.secret import SecretValue
 from sink.contracts.state import (
     AXES,
@@ -77,6 +78,7 @@ from sink.contracts.workload import (
 
 __all__ = [
     "AXES",
+    "DOCUMENT_MODELS",
     "ERROR_CATALOG",
     "PLAN_SCHEMA_ID",
     "PROFILE_SCHEMA_ID",
@@ -139,5 +141,6 @@ __all__ = [
     "VerificationState",
     "WindowLimit",
     "WorkloadManifest",
+    "document_schema",
     "template_symbols",
 ]
