@@ -52,9 +52,14 @@ def serve(  # noqa: PLR0917 - typer maps each option to a parameter
         typer.echo(f"fault-proxy: error: {exc}", err=True)
         raise typer.Exit(2) from None
     # mitmproxy is a heavy import: load it only when serving, so --help and errors stay fast.
-    from fault_proxy.server import serve as run_server  # noqa: PLC0415
+    from fault_proxy import server as proxy_server  # noqa: PLC0415
 
-    raise typer.Exit(asyncio.run(run_server(config)))
+    try:
+        code = asyncio.run(proxy_server.serve(config))
+    except proxy_server.StartupError as exc:
+        typer.echo(f"fault-proxy: error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    raise typer.Exit(code)
 
 
 def main() -> None:

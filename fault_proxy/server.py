@@ -1,9 +1,11 @@
 """Run mitmproxy (reverse mode, lazy upstream connections, fully buffered bodies) and the control
 API in one process on one asyncio loop.
 
-mitmproxy is embedded through ``DumpMaster`` rather than run as ``mitmdump -s addon``: the
-control API must release held requests (``asyncio.Event`` on the proxy's loop) and read the
-request log, which is trivial in-process and would need an IPC channel across processes.
+mitmproxy is embedded in-process rather than run as ``mitmdump -s addon``: the control API must
+release held requests (``asyncio.Event`` on the proxy's loop) and read the request log, which is
+trivial in-process and would need an IPC channel across processes. The master carries only the
+addons a plain-HTTP reverse proxy needs (``DumpMaster`` loads ~30 more, each dispatched on every
+hook; with them the measured throughput through the proxy was about 40 % lower).
 """
 
 from __future__ import annotations
@@ -11,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import logging
 import os
 import signal
 import socket
@@ -19,14 +20,13 @@ from collections.abc import Iterator
 
 import uvicorn
 from mitmproxy import options
-from mitmproxy.tools.dump import DumpMaster
+from mitmproxy.addons import core, next_layer, proxyserver, tlsconfig
+from mitmproxy.master import Master
 
 from fault_proxy.addon import FaultAddon
 from fault_proxy.config import HostPort, ServeConfig
 from fault_proxy.control_api import create_app
 from fault_proxy.state import ProxyState
-
-logger = logging.getLogger("fault_proxy")
 
 
 class _ControlServer(uvicorn.Server):
@@ -60,13 +60,24 @@ def _write_ready(path: str, payload: dict[str, object]) -> None:
     os.replace(tmp, path)
 
 
+class StartupError(RuntimeError):
+    """The proxy could not start (e.g. an address in use); the message is for the operator."""
+
+
 async def serve(config: ServeConfig) -> int:
-    control_sock = _bind(config.control)
+    try:
+        control_sock = _bind(config.control)
+    except OSError as exc:
+        raise StartupError(f"cannot listen on control address {config.control}: {exc.strerror}") from None
     control_addr = control_sock.getsockname()
     state = ProxyState(upstream=config.upstream_url, seed=config.seed)
     state.control = f"{control_addr[0]}:{control_addr[1]}"
 
-    master = DumpMaster(_mitm_options(config), with_termlog=False, with_dumper=False)
+    master = Master(_mitm_options(config))
+    # core: option/command plumbing; proxyserver: listeners and connection handling; next_layer:
+    # picks the HTTP layer; tlsconfig: https upstreams. (Startup errors are checked below.)
+    server_addon = proxyserver.Proxyserver()  # type: ignore[no-untyped-call]
+    master.addons.add(core.Core(), server_addon, next_layer.NextLayer(), tlsconfig.TlsConfig())  # type: ignore[no-untyped-call]
     # connection_strategy=lazy: no upstream connection at client connect, so faults before
     # forwarding never touch the receiver. No stream_large_bodies/body_size_limit: every body is
     # buffered, which is what makes "receiver committed, client got nothing" possible.
@@ -85,16 +96,16 @@ async def serve(config: ServeConfig) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
 
-    proxyserver = master.addons.get("proxyserver")  # type: ignore[no-untyped-call]
-    while not proxyserver.listen_addrs() or not control.started:
-        if master_task.done() or control_task.done():
-            logger.error("fault-proxy failed to start (is a port in use?)")
+    while not server_addon.listen_addrs() or not control.started:
+        failures = [str(s.last_exception) for s in server_addon.servers if s.last_exception]
+        if failures or master_task.done() or control_task.done():
             master.shutdown()  # type: ignore[no-untyped-call]
             control.should_exit = True
             await asyncio.gather(master_task, control_task, return_exceptions=True)
-            return 1
+            reason = "; ".join(failures) or "the proxy or the control API stopped during startup"
+            raise StartupError(f"cannot listen on {config.listen}: {reason}")
         await asyncio.sleep(0.02)
-    host, port, *_ = proxyserver.listen_addrs()[0]
+    host, port, *_ = server_addon.listen_addrs()[0]
     state.listen = f"{host}:{port}"
     ready = {"proxy": state.listen, "control": state.control, "upstream": state.upstream, "pid": os.getpid()}
     if config.ready_file:

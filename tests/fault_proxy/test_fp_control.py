@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 from typing import Any
 
@@ -224,3 +226,14 @@ def test_cli_bad_arguments_exit_2(args: list[str], message: str) -> None:
     assert result.exit_code == 2, result.output
     assert message in result.output
     assert "Traceback" not in result.output
+
+
+def test_address_in_use_exits_1_with_a_clear_message(proxy: RunningProxy) -> None:
+    taken = proxy.proxy_url.removeprefix("http://")
+    result = subprocess.run(
+        [sys.executable, "-m", "fault_proxy", "serve", "--listen", taken, "--upstream", proxy.upstream.url,
+         "--control", "127.0.0.1:0"],
+        capture_output=True, text=True, timeout=30, check=False,
+    )
+    assert result.returncode == 1
+    assert f"cannot listen on {taken}" in result.stderr and "Traceback" not in result.stderr
