@@ -75,7 +75,11 @@ def _referenced_file(directory: Path, name: str, what: str, location: str) -> Pa
     # Reference names are validated identifiers (no '/', no '..'); the containment check is a
     # second line of defence against a symlinked escape.
     candidate = directory / f"{name}.yaml"
-    if not candidate.is_file() or directory.resolve() not in candidate.resolve().parents:
+    try:
+        found = candidate.is_file() and directory.resolve() in candidate.resolve().parents
+    except OSError:  # e.g. an unreadable directory: report it as a missing reference, not a crash
+        found = False
+    if not found:
         raise CompileError.single("contract.unknown_reference", location, f"no {what} named by this reference "
                                   f"exists in {directory}")
     return candidate
