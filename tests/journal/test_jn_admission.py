@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from jn_builders import NAMESPACE, admission, child, day, digest, week_parent
 
@@ -114,3 +116,17 @@ def test_lower_generation_in_another_domain_or_range_is_admitted(journal: Delive
 def test_invalid_topology_is_rejected_before_the_journal(build: object) -> None:
     with pytest.raises(ValueError):
         build()  # type: ignore[operator]
+
+
+def test_conflict_messages_carry_identifiers_only(journal: DeliveryJournalPort) -> None:
+    sentinel = "payload/SENTINEL-ROW-4242"
+    original = child(0, day(1), day(8), key="route-s.c0")
+    journal.admit_parent(admission("route-s", [replace(original, payload_ref=sentinel)]))
+    changed = replace(original, payload_ref=sentinel, mutation_intent_digest=digest("other-intent"))
+    plan = admission("route-s", [changed], plan="plan-2")
+    with pytest.raises(DeliveryError) as caught:
+        journal.admit_parent(plan)
+    text = str(caught.value)
+    assert caught.value.code is ErrorCode.INTENT_CONFLICT
+    for secret_ish in ("SENTINEL", changed.mutation_intent_digest, plan.parent_plan_digest, changed.payload_digest):
+        assert secret_ish not in text

@@ -8,7 +8,6 @@ transaction, and (4) admit and submit eight overlapping generations of one effec
 from __future__ import annotations
 
 import multiprocessing
-import time
 from datetime import timedelta
 from multiprocessing.synchronize import Barrier
 from pathlib import Path
@@ -82,7 +81,6 @@ def test_exactly_one_winner_per_race_over_many_rounds(tmp_path: Path) -> None:
     ctx = multiprocessing.get_context("spawn")
     barrier, out = ctx.Barrier(WORKERS), ctx.Queue()
     procs = [ctx.Process(target=_race_worker, args=(str(db), str(markers), i, barrier, out)) for i in range(WORKERS)]
-    started = time.monotonic()
     for proc in procs:
         proc.start()
     results = []
@@ -96,7 +94,6 @@ def test_exactly_one_winner_per_race_over_many_rounds(tmp_path: Path) -> None:
             proc.join(timeout=30)
             if proc.is_alive():
                 proc.kill()
-    elapsed = time.monotonic() - started
     assert all(proc.exitcode == 0 for proc in procs)
 
     for rnd in range(ROUNDS):
@@ -116,5 +113,4 @@ def test_exactly_one_winner_per_race_over_many_rounds(tmp_path: Path) -> None:
         in_flight = [o for o in setup.operations_in_domain(f"gen-domain-{rnd}")
                      if o.axes.execution_state is ExecutionState.SUBMITTING]
         assert len(in_flight) == 1
-    assert elapsed < 30, f"races took {elapsed:.1f}s"
     setup.close()

@@ -231,3 +231,13 @@ def test_blocked_gate_refuses_submit_but_keeps_observation_and_inspection(journa
     with pytest.raises(JournalRejection) as conflict:
         submit(env.journal, env.markers, second)
     assert conflict.value.reason is RejectionReason.MARKER_MISMATCH
+
+
+def test_unconfigured_capacity_scope_is_refused(journal_env: JournalEnv) -> None:
+    env = journal_env
+    op = _sealed(env, "route-1")[0]
+    with pytest.raises(JournalRejection) as caught:
+        submit(env.journal, env.markers, op, scope="no-such-scope")
+    assert caught.value.reason is RejectionReason.CAPACITY_NOT_CONFIGURED
+    assert env.journal.get_operation(op.operation_id) == op
+    assert env.journal.list_attempts(op.operation_id) == ()
