@@ -102,7 +102,7 @@ class FaultAddon:
         if not firings:
             return
         record = self.state.log.new(client.id, _peer(client))
-        record.faults.append(FaultNote(firings[0].rule_id, "close", "connect"))
+        record.faults.extend(FaultNote(f.rule_id, "close", "connect") for f in firings)
         record.error = "closed by fault before reading any request byte"
         record.stamp("closed")
         # Setting client.error makes mitmproxy close the socket before reading from it.
