@@ -16,6 +16,16 @@ from sink.design.model import (
 
 _E, _R, _A, _V, _C = range(5)  # axis positions in Axes
 
+# Model-wide guards of the one critical submit transaction (seed: "Attempt and capacity authority",
+# "Replacement generation and overlap fence", journal epoch gate).
+SUBMIT_GUARDS = frozenset({
+    "journal_epoch_open",
+    "mutation_lease_held",
+    "generation_admissible",
+    "may_attempt_marker_durable",
+    "capacity_reserved",
+})
+
 
 def _finding(rule: str, location: str, message: str) -> Finding:
     return Finding(rule=rule, location=location, code=f"design.{rule}", message=message)
@@ -156,6 +166,10 @@ def check_safe_retry(doc: dict[str, Any], graph: ContractGraph) -> list[Finding]
             if source[_E] not in ("SEALED", "RETRY_WAIT") or source[_R] != "NONE_PROVEN":
                 findings.append(_finding("safe_retry", where,
                                          f"{edge.id} enters SUBMITTING without proof that nothing was sent"))
+            missing_guards = SUBMIT_GUARDS - set(edge.preconditions)
+            if missing_guards:
+                findings.append(_finding("safe_retry", f"{where}/cas_preconditions",
+                                         f"{edge.id} enters SUBMITTING without {sorted(missing_guards)}"))
             if "attempt_ordinal" not in edge.advances:
                 findings.append(_finding("safe_retry", f"{where}/advances",
                                          f"{edge.id} enters SUBMITTING without advancing attempt_ordinal"))
@@ -179,3 +193,18 @@ def check_forbidden(doc: dict[str, Any], graph: ContractGraph) -> list[Finding]:
                                          f"legal tuple {name} matches forbidden combination "
                                          f"{rule['id']} (/forbidden_combinations/{index})"))
     return findings
+
+
+def check_failure_reachability(doc: dict[str, Any], graph: ContractGraph) -> list[Finding]:
+    """Every stable error code is reported by a reachable transition or refuses one (guard refusal)."""
+    reached = graph.reachable([graph.initial])
+    reported = {code for edge in graph.known_edges() if edge.source in reached for code in edge.error_codes}
+    live_ids = {edge.id for edge in graph.known_edges() if edge.source in reached}
+    for refusal in doc["guard_refusals"]:
+        if any(name in live_ids for name in refusal["blocks"]):
+            reported.add(refusal["code"])
+    return [
+        _finding("failure_reachability", "/stable_error_codes",
+                 f"{code} is neither reported by a reachable transition nor a guard refusal")
+        for code in sorted(set(doc["stable_error_codes"]) - reported)
+    ]

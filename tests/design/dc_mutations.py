@@ -136,6 +136,15 @@ def _safe_retry(doc: Document) -> None:
     )
 
 
+def _failure_reachability(doc: Document) -> None:
+    for item in doc["transitions"]:
+        codes = [c for c in item.get("error_codes", []) if c != "REST_DELIVERY_COUNT_MISMATCH"]
+        if codes:
+            item["error_codes"] = codes
+        else:
+            item.pop("error_codes", None)
+
+
 def _forbidden(doc: Document) -> None:
     doc["forbidden_combinations"].append({
         "id": "no_waiting", "match": {"execution_state": ["RETRY_WAIT"]}, "statement": "Illustrative.",
@@ -163,6 +172,7 @@ MUTATIONS: dict[str, Callable[[Document], None]] = {
     "unknown_not_relaxed": _unknown,
     "verification_upgrade_operator_only": _verification,
     "safe_retry": _safe_retry,
+    "failure_reachability": _failure_reachability,
     "forbidden_combinations": _forbidden,
 }
 

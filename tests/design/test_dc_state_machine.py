@@ -7,6 +7,7 @@ which shows the invariant checks can fail at all.
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Any
 
 import pytest
@@ -40,6 +41,8 @@ TERMINAL_ACKS = frozenset({
 })
 SETTINGS = settings(max_examples=150, stateful_step_count=25, deadline=None, derandomize=True,
                     database=None, suppress_health_check=[HealthCheck.too_slow])
+# The walk over the valid contract is longer: it must cover most of the graph to mean anything.
+WALK_SETTINGS = settings(SETTINGS, max_examples=300, stateful_step_count=50)
 
 
 class ModelWalk:
@@ -138,8 +141,49 @@ def _contract_from(document: dict[str, Any]) -> DesignContract:
     return DesignContract(document)
 
 
-def test_bundled_contract_survives_the_walk() -> None:
-    run_state_machine_as_test(machine_for(load_design_contract()), settings=SETTINGS)
+def test_bundled_contract_survives_the_walk(monkeypatch: pytest.MonkeyPatch) -> None:
+    contract = load_design_contract()
+    taken: set[tuple[str, StateTuple]] = set()
+    original = ModelWalk.step
+
+    def recording_step(self: ModelWalk, transition: Transition) -> None:
+        taken.add((transition.id, transition.source))
+        original(self, transition)
+
+    monkeypatch.setattr(ModelWalk, "step", recording_step)
+    run_state_machine_as_test(machine_for(contract), settings=WALK_SETTINGS)
+    # A walk that never leaves the first few tuples would pass vacuously.
+    assert len(taken) >= len(contract.transitions) // 2, f"walk took only {len(taken)} transitions"
+
+
+def _shortest_paths(contract: DesignContract) -> dict[StateTuple, list[Transition]]:
+    paths: dict[StateTuple, list[Transition]] = {contract.initial: []}
+    queue = deque([contract.initial])
+    while queue:
+        current = queue.popleft()
+        for transition in contract.transitions_from(current):
+            if transition.target not in paths:
+                paths[transition.target] = [*paths[current], transition]
+                queue.append(transition.target)
+    return paths
+
+
+def walk_every_transition(contract: DesignContract) -> int:
+    """Deterministic complement of the random walk: take every transition at the end of a shortest
+    path to its source, checking the invariants on every step. Returns the number of transitions."""
+    paths = _shortest_paths(contract)
+    for transition in contract.transitions:
+        assert transition.source in paths, f"{transition.id} starts from an unreachable tuple"
+        walk = ModelWalk(contract)
+        walk.check()
+        for step in [*paths[transition.source], transition]:
+            walk.step(step)
+    return len(contract.transitions)
+
+
+def test_every_transition_keeps_the_invariants() -> None:
+    contract = load_design_contract()
+    assert walk_every_transition(contract) == len(contract.transitions) == 175
 
 
 def test_walk_reaches_retry_and_promotion() -> None:
@@ -174,6 +218,8 @@ def test_walk_fails_on_a_broken_contract(breakage: str) -> None:
     broken = _contract_from(BROKEN[breakage](bundled_document()))
     with pytest.raises(AssertionError):
         run_state_machine_as_test(machine_for(broken), settings=SETTINGS)
+    with pytest.raises(AssertionError):
+        walk_every_transition(broken)
 
 
 def test_model_check_rejects_an_illegal_start() -> None:

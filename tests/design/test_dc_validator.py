@@ -95,6 +95,13 @@ def test_retry_due_must_advance_attempt_ordinal() -> None:
     assert "safe_retry" in _rules(validate_document(doc))
 
 
+def test_submit_must_carry_every_model_wide_guard() -> None:
+    doc = bundled_document()
+    transition(doc, "retry_due", "retry_wait")["cas_preconditions"].remove("generation_admissible")
+    findings = [f for f in validate_document(doc) if f.rule == "safe_retry"]
+    assert findings and "generation_admissible" in findings[0].message
+
+
 def test_reconciliation_must_preserve_acknowledgement() -> None:
     doc = bundled_document()
     transition(doc, "reconciled_full", "reconciling_unknown_accepted")["to"] = "finalized_succeeded_full_eligible"
