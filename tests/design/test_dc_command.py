@@ -129,3 +129,23 @@ def test_stand_alone_entry_point(tmp_path: Path, capsys: pytest.CaptureFixture[s
     with pytest.raises(SystemExit) as caught:
         main(["--format", "xml"])
     assert caught.value.code == 2
+
+
+DELIVERY = Path(sys.executable).with_name("delivery")
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.skipif(not DELIVERY.exists(), reason="the delivery console script is not installed in this environment")
+@pytest.mark.parametrize(
+    ("argument", "exit_code", "code"),
+    [(None, 0, None), ("invalid_utf8.yaml", 2, "yaml.invalid_utf8"), ("absent.yaml", 2, "yaml.unreadable")],
+)
+def test_delivery_cli_entry(argument: str | None, exit_code: int, code: str | None) -> None:
+    command = [str(DELIVERY), "check-design-contract", "--format", "json"]
+    if argument is not None:
+        command.insert(2, str(FIXTURES / argument))
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == exit_code, result.stderr
+    assert "Traceback" not in result.stderr
+    report = json.loads(result.stdout)
+    assert [f["code"] for f in report["findings"]] == ([] if code is None else [code])
