@@ -74,9 +74,23 @@ def _handler_for(upstream_ref: list[RecordingUpstream]) -> type[BaseHTTPRequestH
         protocol_version = "HTTP/1.1"
         disable_nagle_algorithm = True
 
+        def _read_chunked(self) -> bytes:
+            body = b""
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip(), 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass  # trailers
+                    return body
+                body += self.rfile.read(size)
+                self.rfile.readline()
+
         def _handle(self) -> None:
-            length = int(self.headers.get("content-length") or 0)
-            body = self.rfile.read(length) if length else b""
+            if "chunked" in (self.headers.get("transfer-encoding") or "").lower():
+                body = self._read_chunked()
+            else:
+                length = int(self.headers.get("content-length") or 0)
+                body = self.rfile.read(length) if length else b""
             split = urlsplit(self.path)
             upstream_ref[0].record(
                 SeenRequest(

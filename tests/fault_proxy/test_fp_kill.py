@@ -16,21 +16,25 @@ pytestmark = pytest.mark.timeout(60)
 # A stand-in for a sink worker: waits for "go", sends one request through the proxy, reports.
 WORKER = """
 import sys, httpx
-url, test_id, body_size, id_header = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+url, test_id, body_size, id_header, chunked = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+body = b"w" * body_size
+content = iter([body[: body_size // 2], body[body_size // 2 :]]) if chunked == "1" else body
 sys.stdin.readline()
 try:
-    r = httpx.post(url, content=b"w" * body_size, headers={id_header: test_id}, timeout=10)
+    r = httpx.post(url, content=content, headers={id_header: test_id}, timeout=10)
     print("status", r.status_code, flush=True)
 except httpx.HTTPError as exc:
     print("error", type(exc).__name__, flush=True)
 """
 
 
-def _run_worker(p: RunningProxy, phase: str, body_size: int = 300) -> tuple[int, str, str]:
+def _run_worker(
+    p: RunningProxy, phase: str, body_size: int = 300, chunked: bool = False
+) -> tuple[int, str, str]:
     tid = new_test_id()
     path = f"/kill/{tid}"
     worker = subprocess.Popen(
-        [sys.executable, "-c", WORKER, p.proxy_url + path, tid, str(body_size), TEST_ID],
+        [sys.executable, "-c", WORKER, p.proxy_url + path, tid, str(body_size), TEST_ID, "1" if chunked else "0"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -60,11 +64,13 @@ def test_kill_before_forwarding_request_never_reaches_receiver(fresh: RunningPro
     assert fresh.upstream.wait_saw(tid, timeout=1.0) == []
 
 
-def test_kill_after_forwarding_request_reaches_receiver(fresh: RunningProxy) -> None:
-    returncode, out, tid = _run_worker(fresh, "forwarded", body_size=200_000)
+@pytest.mark.parametrize("chunked", [False, True])
+def test_kill_after_forwarding_request_reaches_receiver(fresh: RunningProxy, chunked: bool) -> None:
+    returncode, out, tid = _run_worker(fresh, "forwarded", body_size=200_000, chunked=chunked)
     assert returncode == -signal.SIGKILL and out == ""
     seen = fresh.upstream.wait_saw(tid)
     assert len(seen) == 1 and seen[0].body_bytes == 200_000  # the complete request arrived
+    assert ("transfer-encoding" in seen[0].header_names) is chunked
     entry = entry_for(fresh, lambda e: e["path"] == f"/kill/{tid}")
     assert entry["forwarded"] == "yes" and entry["request_body_bytes"] == 200_000
     assert entry["faults"][0]["phase"] == "forwarded"
