@@ -321,7 +321,12 @@ def load_bounded_yaml(
         if node is None:
             return None
         _GraphCheck(source, max_depth, max_nodes).walk(node, 0)
-        return loader.construct_document(node)
+        try:
+            return loader.construct_document(node)
+        except Exception:
+            # The graph holds only core tags here, so SafeConstructor can fail only on a scalar that
+            # does not fit its explicit tag (``!!int x``, an empty ``!!int``): IndexError, ValueError...
+            raise BoundedYamlError("yaml.syntax", "a scalar does not match its tag", source) from None
     except BoundedYamlError:
         raise
     except yaml.reader.ReaderError as exc:
@@ -333,9 +338,8 @@ def load_bounded_yaml(
         mark = exc.problem_mark or exc.context_mark
         problem = "; ".join(part for part in (exc.context, exc.problem) if part)
         raise BoundedYamlError("yaml.syntax", _sanitize(problem), _mark_location(source, mark)) from None
-    except (yaml.YAMLError, ValueError, TypeError, KeyError, OverflowError, RecursionError):
-        # Raised by SafeConstructor for a scalar that does not fit its explicit tag (``!!int x``).
-        raise BoundedYamlError("yaml.syntax", "a scalar does not match its tag", source) from None
+    except yaml.YAMLError:
+        raise BoundedYamlError("yaml.syntax", "invalid YAML", source) from None
     finally:
         if loader is not None:
             loader.dispose()

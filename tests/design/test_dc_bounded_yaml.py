@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import sink.bounded_yaml as bounded
 from sink.bounded_yaml import ERROR_CODES, BoundedYamlError, load_bounded_yaml, load_bounded_yaml_file
@@ -173,6 +175,8 @@ def test_non_string_keys(data: bytes) -> None:
         b"a: \x00\n",
         b"a: !!int twelve\n",
         b"a: !!bool maybe\n",
+        b"a: !!int\n",  # empty scalar: SafeConstructor raises IndexError, still a stable refusal
+        b"a: !!float ''\n",
     ],
 )
 def test_syntax_errors(data: bytes) -> None:
@@ -238,3 +242,28 @@ def test_file_loader_never_reads_past_the_cap() -> None:
 def test_libyaml_is_the_default_back_end_when_built(parser: str) -> None:
     expected = "_CBoundedLoader" if parser == "libyaml" else "_PureBoundedLoader"
     assert bounded._LoaderClass.__name__ == expected
+
+
+_YAML_PIECES = st.sampled_from(
+    ["a", "b", ":", " ", "\n", "  ", "-", "[", "]", "{", "}", ",", "&x", "*x", "!!int", "!t", "<<", "'", '"',
+     "?", "#", "---", "...", "\t", "1", "null", "yes", "\u00e9", "|", ">", "%YAML 1.1", "\x00", "\ufeff"]
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.one_of(st.binary(max_size=200), st.lists(_YAML_PIECES, max_size=40).map(lambda p: "".join(p).encode())))
+def test_any_input_loads_or_raises_only_bounded_yaml_error(data: bytes) -> None:
+    try:
+        value = load_bounded_yaml(data, max_depth=8, max_aliases=4, max_nodes=500)
+    except BoundedYamlError as error:
+        assert error.code in ERROR_CODES
+        return
+    assert _plain(value)
+
+
+def _plain(value: object) -> bool:
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_plain(item) for item in value)
+    return value is None or isinstance(value, str | int | float | bool)
