@@ -8,6 +8,7 @@ exposed here.
 from __future__ import annotations
 
 import json
+import sqlite3
 from typing import Annotated
 
 import yaml
@@ -54,8 +55,7 @@ def _filters(**values: object) -> dict[str, object]:
 @router.get("/health")
 async def health(request: Request) -> dict[str, object]:
     receiver = receiver_of(request)
-    with receiver.ledger.write() as txn:
-        now = txn.now()
+    now = await receiver.ledger.run(lambda txn: txn.now())
     return {"status": "ok", "behaviour": receiver.behaviour.name, "receiver_clock": now}
 
 
@@ -68,7 +68,8 @@ async def list_requests(request: Request, *, mutation_key: Text = None, idempote
     filters = _filters(mutation_key=mutation_key, idempotency_key=idempotency_key, resource=resource,
                        scope_start=scope_start, scope_end=scope_end, endpoint=endpoint, outcome=outcome,
                        receipt_id=receipt_id, job_id=job_id)
-    items = receiver.ledger.read().select("requests", filters, order="request_id", after=after_id, limit=limit)
+    items = await receiver.ledger.run(
+        lambda txn: txn.select("requests", filters, order="request_id", after=after_id, limit=limit))
     return _page(items, "request_id", limit)
 
 
@@ -78,11 +79,14 @@ async def list_effects(request: Request, *, mutation_key: Text = None, idempoten
                        receipt_id: Text = None, job_id: Text = None, after_id: After = None,
                        limit: Limit = 1000) -> dict[str, object]:
     receiver = receiver_of(request)
-    with receiver.ledger.write() as txn:
-        _settle(receiver, txn)
     filters = _filters(mutation_key=mutation_key, idempotency_key=idempotency_key, resource=resource,
                        scope_start=scope_start, scope_end=scope_end, receipt_id=receipt_id, job_id=job_id)
-    items = receiver.ledger.read().select("effects", filters, order="effect_id", after=after_id, limit=limit)
+
+    def work(txn: Txn) -> list[dict[str, object]]:
+        _settle(receiver, txn)
+        return txn.select("effects", filters, order="effect_id", after=after_id, limit=limit)
+
+    items = await receiver.ledger.run(work)
     return _page(items, "effect_id", limit)
 
 
@@ -96,19 +100,25 @@ def _job_admin_view(row: dict[str, object]) -> dict[str, object]:
 async def list_jobs(request: Request, mutation_key: Text = None, resource: Text = None, state: Text = None,
                     limit: Limit = 1000) -> dict[str, object]:
     receiver = receiver_of(request)
-    with receiver.ledger.write() as txn:
-        _settle(receiver, txn)
     filters = _filters(mutation_key=mutation_key, resource=resource, state=state)
-    items = receiver.ledger.read().select("jobs", filters, order="created_at", after=None, limit=limit)
+
+    def work(txn: Txn) -> list[dict[str, object]]:
+        _settle(receiver, txn)
+        return txn.select("jobs", filters, order="created_at", after=None, limit=limit)
+
+    items = await receiver.ledger.run(work)
     return {"items": [_job_admin_view(item) for item in items]}
 
 
 @router.get("/jobs/{job_id}")
 async def get_job(request: Request, job_id: str) -> Response:
     receiver = receiver_of(request)
-    with receiver.ledger.write() as txn:
+
+    def work(txn: Txn) -> sqlite3.Row | None:
         _settle(receiver, txn)
-        job = load_job(txn, job_id)
+        return load_job(txn, job_id)
+
+    job = await receiver.ledger.run(work)
     if job is None:
         return ProblemError(404, "unknown_job", "Not found", "no such job").response()
     return JSONResponse(_job_admin_view(dict(job)))
@@ -119,7 +129,8 @@ async def cancel_job(request: Request, job_id: str) -> Response:
     """External cancellation (an operator acting on the receiver, not a client mutation)."""
     receiver = receiver_of(request)
     jobs = receiver.behaviour.async_jobs
-    with receiver.ledger.write() as txn:
+
+    def work(txn: Txn) -> Response:
         _settle(receiver, txn)
         job = load_job(txn, job_id)
         if job is None or jobs is None:
@@ -127,16 +138,18 @@ async def cancel_job(request: Request, job_id: str) -> Response:
         if job["state"] in TERMINAL_STATES:
             return ProblemError(409, "job_terminal", "Conflict", f"the job is already {job['state']}").response()
         finish_job(txn, job, "cancelled", receiver.behaviour.resources[jobs.resource], txn.now())
-        job = load_job(txn, job_id)
-    assert job is not None
-    return JSONResponse(_job_admin_view(dict(job)))
+        cancelled = load_job(txn, job_id)
+        assert cancelled is not None
+        return JSONResponse(_job_admin_view(dict(cancelled)))
+
+    return await receiver.ledger.run(work)
 
 
 @router.post("/reset")
 async def reset(request: Request) -> dict[str, object]:
     """Forget every request, effect, row, fence and job, and restart rule counters and the clock."""
     receiver = receiver_of(request)
-    receiver.ledger.reset()
+    await receiver.ledger.run(receiver.ledger.reset_all)
     receiver.faults.reset()
     return {"status": "reset"}
 
@@ -167,38 +180,44 @@ async def put_behaviour(request: Request) -> Response:
 
 @router.get("/clock")
 async def get_clock(request: Request) -> dict[str, object]:
-    txn = receiver_of(request).ledger.read()
-    return {"receiver_clock": txn.now(), "offset_seconds": txn.clock_offset()}
+    return await receiver_of(request).ledger.run(
+        lambda txn: {"receiver_clock": txn.now(), "offset_seconds": txn.clock_offset()})
 
 
 @router.post("/clock/advance")
 async def advance_clock(request: Request, advance: ClockAdvance) -> dict[str, object]:
     """Move the receiver clock forward (jobs, receipt TTLs and fence retention follow it)."""
     receiver = receiver_of(request)
-    with receiver.ledger.write() as txn:
+
+    def work(txn: Txn) -> dict[str, object]:
         offset = txn.advance_clock(advance.seconds)
         _settle(receiver, txn)
-        now = txn.now()
-    return {"receiver_clock": now, "offset_seconds": offset}
+        return {"receiver_clock": txn.now(), "offset_seconds": offset}
+
+    return await receiver.ledger.run(work)
 
 
 @router.get("/stats")
 async def stats(request: Request) -> dict[str, object]:
     """Counts by outcome and every mutation key with more than one applied effect."""
     receiver = receiver_of(request)
-    with receiver.ledger.write() as txn:
+
+    def work(txn: Txn) -> dict[str, object]:
         _settle(receiver, txn)
-    conn = receiver.ledger.conn
-    outcomes = dict(conn.execute("SELECT outcome, count(*) FROM requests GROUP BY outcome").fetchall())
-    multiple = [
-        {"mutation_key": key, "effects": count} for key, count in conn.execute(
-            "SELECT mutation_key, count(*) FROM effects WHERE mutation_key IS NOT NULL "
-            "GROUP BY mutation_key HAVING count(*) > 1 ORDER BY mutation_key").fetchall()]
-    return {
-        "requests": conn.execute("SELECT count(*) FROM requests").fetchone()[0],
-        "effects": conn.execute("SELECT count(*) FROM effects").fetchone()[0],
-        "requests_by_outcome": outcomes,
-        "mutation_keys_with_multiple_effects": multiple,
-        "rules": {name: {"matched": counter.matched, "fired": counter.fired}
-                  for name, counter in receiver.faults.counters.items()},
-    }
+        conn = txn.conn
+        outcomes = dict(conn.execute("SELECT outcome, count(*) FROM requests GROUP BY outcome").fetchall())
+        multiple = [
+            {"mutation_key": key, "effects": count} for key, count in conn.execute(
+                "SELECT mutation_key, count(*) FROM effects WHERE mutation_key IS NOT NULL "
+                "GROUP BY mutation_key HAVING count(*) > 1 ORDER BY mutation_key").fetchall()]
+        return {
+            "requests": conn.execute("SELECT count(*) FROM requests").fetchone()[0],
+            "effects": conn.execute("SELECT count(*) FROM effects").fetchone()[0],
+            "requests_by_outcome": outcomes,
+            "mutation_keys_with_multiple_effects": multiple,
+        }
+
+    counts = await receiver.ledger.run(work)
+    counts["rules"] = {name: {"matched": counter.matched, "fired": counter.fired}
+                       for name, counter in receiver.faults.counters.items()}
+    return counts

@@ -144,6 +144,34 @@ def _answer_existing(txn: Txn, record: RequestRecord, config: AsyncSpec, *, same
     return problem.response()
 
 
+def _observe(txn: Txn, receiver: Receiver, record: RequestRecord, decision: Decision, *, config: AsyncSpec,
+             job_id: str) -> Response:
+    behaviour = receiver.behaviour
+    now = txn.now()
+    if decision.status is not None:
+        record.status, record.outcome = decision.status.status, "fault"
+        txn.record_request(record, now)
+        return fault_response(decision.status, now)
+    job = load_job(txn, job_id)
+    problem = None
+    if job is None:
+        problem = ProblemError(404, "unknown_job", "Not found", "no such job")
+    elif receipt_expired(job, config, now):
+        problem = ProblemError(config.expired_status, "receipt_expired", "Receipt expired",
+                               "the job receipt is past its retention")
+    if problem is not None or job is None:
+        assert problem is not None
+        record.status, record.outcome, record.problem = problem.status, "rejected", problem.slug
+        txn.record_request(record, now)
+        return problem.response()
+    job = observe_job(txn, job, config, behaviour.resources[config.resource], now, count_poll=True)
+    record.status, record.outcome, record.mutation_key = 200, "observed", job["mutation_key"]
+    record.effect_id = job["effect_id"]
+    txn.record_request(record, now)
+    view = job_view(job, config, config.record_results)
+    return JSONResponse(view)
+
+
 async def submit_job(request: Request) -> Response:
     receiver = receiver_of(request)
     behaviour = receiver.behaviour
@@ -153,14 +181,14 @@ async def submit_job(request: Request) -> Response:
     try:
         config, submission, scope, key = await _validate(request, receiver, record)
     except ProblemError as problem:
-        return record_rejection(receiver, record, problem)
+        return await record_rejection(receiver, record, problem)
     decision = receiver.faults.decide(behaviour, Endpoint.ASYNC_SUBMIT, "POST", config.resource)
     record.rule = decision.rule_names
     if decision.delay is not None and not decision.delay.after_effect:
         await asyncio.sleep(decision.delay.seconds)
-    with receiver.ledger.write() as txn:
-        response = _decide(txn, receiver, record, decision, config=config, submission=submission, scope=scope,
-                           key=key)
+    response = await receiver.ledger.run(
+        lambda txn: _decide(txn, receiver, record, decision, config=config, submission=submission, scope=scope,
+                            key=key))
     if decision.delay is not None and decision.delay.after_effect:
         await asyncio.sleep(decision.delay.seconds)
     return response
@@ -176,32 +204,12 @@ async def get_job(request: Request) -> Response:
     if is_fence_key(job_id):
         record.job_id = record.receipt_id = job_id
     if config is None or not config.enabled:
-        return record_rejection(receiver, record, _jobs_disabled())
+        return await record_rejection(receiver, record, _jobs_disabled())
     decision = receiver.faults.decide(behaviour, Endpoint.JOB_POLL, "GET", config.resource)
     record.rule = decision.rule_names
-    with receiver.ledger.write() as txn:
-        now = txn.now()
-        if decision.status is not None:
-            record.status, record.outcome = decision.status.status, "fault"
-            txn.record_request(record, now)
-            return fault_response(decision.status, now)
-        job = load_job(txn, job_id)
-        problem = None
-        if job is None:
-            problem = ProblemError(404, "unknown_job", "Not found", "no such job")
-        elif receipt_expired(job, config, now):
-            problem = ProblemError(config.expired_status, "receipt_expired", "Receipt expired",
-                                   "the job receipt is past its retention")
-        if problem is not None or job is None:
-            assert problem is not None
-            record.status, record.outcome, record.problem = problem.status, "rejected", problem.slug
-            txn.record_request(record, now)
-            return problem.response()
-        job = observe_job(txn, job, config, behaviour.resources[config.resource], now, count_poll=True)
-        record.status, record.outcome, record.mutation_key = 200, "observed", job["mutation_key"]
-        record.effect_id = job["effect_id"]
-        txn.record_request(record, now)
-        view = job_view(job, config, config.record_results)
+    response = await receiver.ledger.run(
+        lambda txn: _observe(txn, receiver, record, decision, config=config, job_id=job_id))
     if decision.delay is not None:
         await asyncio.sleep(decision.delay.seconds)
-    return JSONResponse(view)
+    return response
+

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,6 +28,18 @@ ENDPOINTS_FILE = "endpoints.json"
 class Durability(StrEnum):
     FULL = "full"
     NORMAL = "normal"
+
+
+class HttpImpl(StrEnum):
+    AUTO = "auto"
+    H11 = "h11"
+    HTTPTOOLS = "httptools"
+
+
+class LoopImpl(StrEnum):
+    AUTO = "auto"
+    ASYNCIO = "asyncio"
+    UVLOOP = "uvloop"
 
 
 class _CompanionServer(uvicorn.Server):
@@ -58,9 +71,10 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(code=2)
 
 
-def _config(app_: FastAPI, host: str, port: int, log_level: str) -> uvicorn.Config:
+def _config(app_: FastAPI, host: str, port: int, *, log_level: str, http: HttpImpl, loop: LoopImpl
+            ) -> uvicorn.Config:
     return uvicorn.Config(app_, host=host, port=port, log_level=log_level, access_log=False, lifespan="off",
-                          server_header=False)
+                          server_header=False, http=http.value, loop=loop.value)
 
 
 async def _run(primary: _PrimaryServer, companion: _CompanionServer | None, host: str, state_dir: Path) -> None:
@@ -98,6 +112,10 @@ def serve(
     durability: Annotated[Durability, typer.Option(
         help="full: fsync every commit; normal: survive process kills, not power loss.")] = Durability.FULL,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "warning",
+    http: Annotated[HttpImpl, typer.Option(
+        help="HTTP parser; auto uses httptools when installed, else h11.")] = HttpImpl.AUTO,
+    loop: Annotated[LoopImpl, typer.Option(
+        help="Event loop; auto uses uvloop when installed, else asyncio.")] = LoopImpl.AUTO,
 ) -> None:
     """Serve the data API (and the admin API) until interrupted."""
     try:
@@ -108,18 +126,24 @@ def serve(
         raise _fail(f"--state-dir {state_dir} exists and is not a directory")
     if log_level not in ("critical", "error", "warning", "info", "debug", "trace"):
         raise _fail(f"unknown --log-level {log_level!r}")
+    for option, choice, module in (("--http", http.value, "httptools"), ("--loop", loop.value, "uvloop")):
+        if choice == module and importlib.util.find_spec(module) is None:
+            raise _fail(f"{option} {choice} needs the {module} package, which is not installed")
     try:
         receiver = open_receiver(loaded, state_dir, durability=durability.value)
     except OSError as error:
         raise _fail(f"cannot open the ledger under {state_dir}: {error.strerror or error}") from None
     companion = None
     if admin_port is not None:
-        companion = _CompanionServer(_config(create_admin_app(receiver), host, admin_port, log_level))
+        companion = _CompanionServer(_config(create_admin_app(receiver), host, admin_port, log_level=log_level,
+                                             http=http, loop=loop))
     primary = _PrimaryServer(_config(create_data_app(receiver, include_admin=companion is None), host, port,
-                                     log_level))
+                                     log_level=log_level, http=http, loop=loop))
     primary.companion = companion
     try:
-        asyncio.run(_run(primary, companion, host, state_dir))
+        # The loop factory of the primary config honours --loop (uvloop or asyncio).
+        with asyncio.Runner(loop_factory=primary.config.get_loop_factory()) as runner:
+            runner.run(_run(primary, companion, host, state_dir))
     finally:
         receiver.ledger.close()
 

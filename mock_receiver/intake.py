@@ -77,11 +77,10 @@ def key_from_filename(filename: str) -> str:
     return check_fence_key(stem, "the file name stem (receiver duplicate key)")
 
 
-def record_rejection(receiver: Receiver, record: RequestRecord, problem: ProblemError) -> Response:
+async def record_rejection(receiver: Receiver, record: RequestRecord, problem: ProblemError) -> Response:
     """Commit the rejected request to the log, then answer with the problem."""
     record.status = problem.status
     record.outcome = "rejected" if record.outcome in ("received", "rejected") else record.outcome
     record.problem = problem.slug
-    with receiver.ledger.write() as txn:
-        txn.record_request(record, txn.now())
+    await receiver.ledger.run(lambda txn: txn.record_request(record, txn.now()))
     return problem.response()

@@ -197,13 +197,12 @@ async def submit_batch(request: Request) -> Response:
     try:
         await intake.validate()
     except ProblemError as problem:
-        return record_rejection(receiver, record, problem)
+        return await record_rejection(receiver, record, problem)
     decision = receiver.faults.decide(intake.behaviour, Endpoint.SYNC_SUBMIT, request.method, intake.resource)
     record.rule = decision.rule_names
     if decision.delay is not None and not decision.delay.after_effect:
         await asyncio.sleep(decision.delay.seconds)
-    with receiver.ledger.write() as txn:
-        response = intake.decide(txn, decision)
+    response = await receiver.ledger.run(lambda txn: intake.decide(txn, decision))
     if decision.delay is not None and decision.delay.after_effect:
         await asyncio.sleep(decision.delay.seconds)
     return response
@@ -220,7 +219,8 @@ async def resource_summary(request: Request) -> Response:
     except ProblemError as problem:
         return problem.response()
     decision = receiver.faults.decide(behaviour, Endpoint.SUMMARY, "GET", resource)
-    with receiver.ledger.write() as txn:
+
+    def work(txn: Txn) -> Response:
         now = txn.now()
         if decision.status is not None:
             return fault_response(decision.status, now)
@@ -228,5 +228,7 @@ async def resource_summary(request: Request) -> Response:
         if jobs is not None and jobs.resource == resource:
             settle_jobs(txn, jobs, behaviour.resources[resource], now)
         rows = txn.live_rows(resource, scope.start, scope.end)
-    return JSONResponse({"resource": resource, "range_start": scope.start, "range_end": scope.end,
-                         "row_count": len(rows), "content_digest": multiset_digest(rows)})
+        return JSONResponse({"resource": resource, "range_start": scope.start, "range_end": scope.end,
+                             "row_count": len(rows), "content_digest": multiset_digest(rows)})
+
+    return await receiver.ledger.run(work)
