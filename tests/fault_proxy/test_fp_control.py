@@ -237,3 +237,17 @@ def test_address_in_use_exits_1_with_a_clear_message(proxy: RunningProxy) -> Non
     )
     assert result.returncode == 1
     assert f"cannot listen on {taken}" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_hold_at_response_then_release_delivers_the_receivers_answer(fresh: RunningProxy) -> None:
+    fresh.control.add_rule({"fault": {"action": "hold", "phase": "response"}})
+    tid = new_test_id()
+    thread, box = _background(fresh, tid)
+    (held,) = fresh.control.wait_for_held()
+    assert held["phase"] == "response" and len(fresh.upstream.saw(tid)) == 1
+    assert not box  # the client is still waiting for its answer
+    fresh.control.release(held["hold_id"])
+    thread.join(10)
+    assert box[0].response is not None and box[0].response.status_code == 200 and box[0].body_bytes == 16
+    entry = entry_for(fresh, lambda e: e["path"] == f"/held/{tid}")
+    assert entry["phase"] == "delivered" and entry["timestamps"]["release_response"] >= held["held_at"]
