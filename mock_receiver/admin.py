@@ -212,6 +212,8 @@ async def stats(request: Request) -> dict[str, object]:
                 "GROUP BY mutation_key HAVING count(*) > 1 ORDER BY mutation_key").fetchall()]
         return {
             "requests": conn.execute("SELECT count(*) FROM requests").fetchone()[0],
+            "first_received_at": conn.execute("SELECT min(received_at) FROM requests").fetchone()[0],
+            "last_received_at": conn.execute("SELECT max(received_at) FROM requests").fetchone()[0],
             "effects": conn.execute("SELECT count(*) FROM effects").fetchone()[0],
             "requests_by_outcome": outcomes,
             "mutation_keys_with_multiple_effects": multiple,
