@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from fault_proxy.config import ConfigError, build_config
+from fault_proxy.tcp.cli import tcp_app
 
 app = typer.Typer(
     name="fault-proxy",
@@ -60,6 +61,9 @@ def serve(  # noqa: PLR0917 - typer maps each option to a parameter
         typer.echo(f"fault-proxy: error: {exc}", err=True)
         raise typer.Exit(1) from None
     raise typer.Exit(code)
+
+
+app.add_typer(tcp_app, name="tcp")
 
 
 def main() -> None:
