@@ -162,8 +162,10 @@ class DeliveryJournalPort(Protocol):
 
         Same (namespace, parent key) with the same parent_plan_digest and the same child intents
         resumes: returns the stored topology with ``created=False`` and writes nothing. Any
-        different intent for an existing parent key or child delivery key raises
-        ``DeliveryError(INTENT_CONFLICT)`` and writes nothing for the whole parent.
+        different intent for an existing parent key, or a child delivery key already admitted,
+        raises ``DeliveryError(INTENT_CONFLICT)``; a child overlapping a higher admitted or applied
+        generation of its conflict domain raises ``DeliveryError(STALE_GENERATION)``. A refusal
+        writes nothing for the whole parent.
         """
 
     def load_parent(self, parent_id: str) -> AdmittedParent:

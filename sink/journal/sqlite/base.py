@@ -83,16 +83,20 @@ class SqliteJournalBase:
             str(path), isolation_level=None, timeout=busy_timeout_s, check_same_thread=False
         )
         self._conn.row_factory = sqlite3.Row
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=FULL")
-        self._conn.execute("PRAGMA foreign_keys=ON")
-        self._version = migrations.migrate(self._conn, encode_time(self._clock()))
-        with self._write("open") as (conn, now):
-            conn.execute(
-                "INSERT OR IGNORE INTO journal_gate (singleton, state, journal_epoch, reason, changed_at) "
-                "VALUES (1, ?, 1, 'initial epoch of a new journal', ?)",
-                (GateState.OPEN.value, encode_time(now)),
-            )
+        try:
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=FULL")
+            self._conn.execute("PRAGMA foreign_keys=ON")
+            self._version = migrations.migrate(self._conn, encode_time(self._clock()))
+            with self._write("open") as (conn, now):
+                conn.execute(
+                    "INSERT OR IGNORE INTO journal_gate (singleton, state, journal_epoch, reason, changed_at) "
+                    "VALUES (1, ?, 1, 'initial epoch of a new journal', ?)",
+                    (GateState.OPEN.value, encode_time(now)),
+                )
+        except BaseException:
+            self._conn.close()
+            raise
 
     # ----- plumbing ----------------------------------------------------------------------------
     @property
