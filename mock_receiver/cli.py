@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import socket
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import StrEnum
@@ -66,6 +68,16 @@ def _bound_port(server: uvicorn.Server) -> int:
     raise RuntimeError("server has no listening socket")
 
 
+def _listen(host: str, port: int, what: str) -> socket.socket:
+    """Bind here, not in uvicorn, so an unusable address is a clear exit-2 message, not a traceback."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        return socket.create_server((host, port), family=family, backlog=2048)
+    except (OSError, UnicodeError) as error:
+        reason = getattr(error, "strerror", None) or error.__class__.__name__
+        raise _fail(f"cannot listen on {host}:{port} for the {what}: {reason}") from None
+
+
 def _fail(message: str) -> typer.Exit:
     typer.echo(f"mock-receiver: {message}", err=True)
     return typer.Exit(code=2)
@@ -77,9 +89,10 @@ def _config(app_: FastAPI, host: str, port: int, *, log_level: str, http: HttpIm
                           server_header=False, http=http.value, loop=loop.value)
 
 
-async def _run(primary: _PrimaryServer, companion: _CompanionServer | None, host: str, state_dir: Path) -> None:
-    companion_task = asyncio.create_task(companion.serve()) if companion is not None else None
-    primary_task = asyncio.create_task(primary.serve())
+async def _run(primary: _PrimaryServer, companion: _CompanionServer | None, host: str, state_dir: Path,
+               sockets: list[socket.socket]) -> None:
+    companion_task = asyncio.create_task(companion.serve([sockets[1]])) if companion is not None else None
+    primary_task = asyncio.create_task(primary.serve([sockets[0]]))
     while not primary.started or (companion is not None and not companion.started):
         if primary_task.done() or (companion_task is not None and companion_task.done()):
             primary.should_exit = True
@@ -129,10 +142,15 @@ def serve(
     for option, choice, module in (("--http", http.value, "httptools"), ("--loop", loop.value, "uvloop")):
         if choice == module and importlib.util.find_spec(module) is None:
             raise _fail(f"{option} {choice} needs the {module} package, which is not installed")
+    sockets = [_listen(host, port, "data API")]
+    if admin_port is not None:
+        sockets.append(_listen(host, admin_port, "admin API"))
     try:
         receiver = open_receiver(loaded, state_dir, durability=durability.value)
-    except OSError as error:
-        raise _fail(f"cannot open the ledger under {state_dir}: {error.strerror or error}") from None
+    except (OSError, sqlite3.Error) as error:
+        for sock in sockets:
+            sock.close()
+        raise _fail(f"cannot open the ledger under {state_dir}: {error.__class__.__name__}: {error}") from None
     companion = None
     if admin_port is not None:
         companion = _CompanionServer(_config(create_admin_app(receiver), host, admin_port, log_level=log_level,
@@ -143,7 +161,7 @@ def serve(
     try:
         # The loop factory of the primary config honours --loop (uvloop or asyncio).
         with asyncio.Runner(loop_factory=primary.config.get_loop_factory()) as runner:
-            runner.run(_run(primary, companion, host, state_dir))
+            runner.run(_run(primary, companion, host, state_dir, sockets))
     finally:
         receiver.ledger.close()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import threading
 from pathlib import Path
@@ -133,6 +134,22 @@ def test_bad_cli_input_exits_2_with_a_clear_message(tmp_path: Path, args: list[s
     assert result.returncode == 2
     assert fragment in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_busy_port_and_file_state_dir_exit_2(tmp_path: Path) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as busy:
+        port = busy.getsockname()[1]
+        result = subprocess.run([str(MOCK_RECEIVER_BIN), "serve", "--port", str(port), "--behaviour",
+                                 str(RECEIVERS / "bare-409.yaml"), "--state-dir", str(tmp_path / "s")],
+                                check=False, capture_output=True, text=True, timeout=30)
+    assert result.returncode == 2
+    assert f"cannot listen on 127.0.0.1:{port}" in result.stderr and "Traceback" not in result.stderr
+    state_file = tmp_path / "a-file"
+    state_file.write_text("x")
+    result = subprocess.run([str(MOCK_RECEIVER_BIN), "serve", "--port", "0", "--behaviour",
+                             str(RECEIVERS / "bare-409.yaml"), "--state-dir", str(state_file)],
+                            check=False, capture_output=True, text=True, timeout=30)
+    assert result.returncode == 2 and "not a directory" in result.stderr
 
 
 def test_validate_command(tmp_path: Path) -> None:
