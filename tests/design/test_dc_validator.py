@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 
 import pytest
 import yaml
 from dc_mutations import MUTATIONS, bundled_document, mutated, transition
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from sink.design.findings import Finding
@@ -144,3 +147,37 @@ def test_schema_messages_do_not_quote_values() -> None:
     doc["legal_tuples"][0]["execution_state"] = "s3cr3t-sentinel"
     findings = validate_document(doc)
     assert findings and all("s3cr3t-sentinel" not in json.dumps(f.to_dict()) for f in findings)
+
+
+def _paths(node: object, prefix: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+    found: list[tuple[object, ...]] = [prefix]
+    if isinstance(node, dict):
+        for key, value in node.items():
+            found.extend(_paths(value, (*prefix, key)))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            found.extend(_paths(value, (*prefix, index)))
+    return found
+
+
+_BUNDLED_PATHS = [path for path in _paths(bundled_document()) if path]
+_REPLACEMENTS = st.sampled_from(
+    [None, "", "X", 0, -1, True, [], {}, ["revision"], "FINALIZED", "RUNNING", "sealed", "planned",
+     "automatic", "operator_only", "REST_DELIVERY_UNSAFE_RETRY", {"execution_state": ["FINALIZED"]}]
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(_BUNDLED_PATHS), _REPLACEMENTS), min_size=1, max_size=4))
+def test_validator_never_crashes_on_a_mutated_contract(edits: list[tuple[tuple[object, ...], object]]) -> None:
+    doc = bundled_document()
+    for path, replacement in edits:
+        parent: object = doc
+        try:
+            for part in path[:-1]:
+                parent = parent[part]  # type: ignore[index]
+            parent[path[-1]] = copy.deepcopy(replacement)  # type: ignore[index]
+        except (KeyError, IndexError, TypeError):
+            continue  # an earlier edit removed this path
+    findings = validate_document(doc)
+    assert all(isinstance(f, Finding) and f.rule in ALL_RULE_IDS for f in findings)
