@@ -6,13 +6,12 @@
   `sink.journal.postgres.open_postgres_journal`; time advances by really sleeping, so lease tests
   use short TTLs.
 
-The postgres parameter is skipped only while `sink.journal.postgres.open_postgres_journal` cannot be
-imported; with RESTPROOF_REQUIRE_POSTGRES=1 that is a failure instead.
+Whether PostgreSQL can be had at all is decided by `pg_dsn` (skip with the reason locally, fail in
+CI where RESTPROOF_REQUIRE_POSTGRES=1).
 """
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -24,6 +23,7 @@ import pytest
 
 from sink.journal.markers import FileMarkerStore
 from sink.journal.port import DeliveryJournalPort
+from sink.journal.postgres import open_postgres_journal
 from sink.journal.sqlite.adapter import open_sqlite_journal
 
 
@@ -49,12 +49,6 @@ class JournalEnv:
 
 
 def _open_postgres(request: pytest.FixtureRequest, markers: FileMarkerStore) -> Iterator[JournalEnv]:
-    try:
-        from sink.journal.postgres import open_postgres_journal
-    except ImportError as exc:
-        if os.environ.get("RESTPROOF_REQUIRE_POSTGRES") == "1":
-            pytest.fail(f"PostgreSQL journal required but not importable: {exc}", pytrace=False)
-        pytest.skip(f"sink.journal.postgres.open_postgres_journal is not importable yet: {exc}")
     dsn = request.getfixturevalue("pg_dsn")
     schema = "jn_" + uuid.uuid4().hex[:12]
     journal = open_postgres_journal(dsn, schema=schema, markers=markers)
