@@ -111,7 +111,8 @@ def apply_effect(txn: Txn, effect: EffectInput, now: float) -> int:
     replaced = 0
     if effect.spec.mutation is MutationKind.PARTITION_REPLACE:
         cursor = txn.conn.execute(
-            "UPDATE rows SET live = 0 WHERE resource = ? AND live = 1 AND row_date >= ? AND row_date < ?",
+            # Replaced rows are gone from the receiver's data; the effect keeps their count.
+            "DELETE FROM rows WHERE resource = ? AND row_date >= ? AND row_date < ?",
             (effect.resource, effect.scope.start, effect.scope.end))
         replaced = cursor.rowcount
     cursor = txn.conn.execute(
@@ -127,7 +128,7 @@ def apply_effect(txn: Txn, effect: EffectInput, now: float) -> int:
     effect_id = cursor.lastrowid
     assert effect_id is not None
     txn.conn.executemany(
-        "INSERT INTO rows (resource, row_date, encoded, effect_id, live) VALUES (?, ?, ?, ?, 1)",
+        "INSERT INTO rows (resource, row_date, encoded, effect_id) VALUES (?, ?, ?, ?)",
         [(effect.resource, row_date, encoded, effect_id) for row_date, encoded in effect.accepted])
     return effect_id
 

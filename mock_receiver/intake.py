@@ -69,7 +69,7 @@ def check_fence_key(value: str, what: str) -> str:
 
 def key_from_filename(filename: str) -> str:
     """The receiver duplicate key carried by a file name such as ``<key>.csv.gz``."""
-    stem = filename.rsplit("/", 1)[-1].removesuffix(".gz")
+    stem = filename.removesuffix(".gz")  # a path separator stays in and fails the key check
     for suffix in _FILE_SUFFIXES:
         if stem.endswith(suffix):
             stem = stem.removesuffix(suffix)

@@ -85,10 +85,9 @@ CREATE TABLE IF NOT EXISTS rows (
     resource TEXT NOT NULL,
     row_date TEXT NOT NULL,
     encoded BLOB NOT NULL,
-    effect_id INTEGER NOT NULL,
-    live INTEGER NOT NULL
+    effect_id INTEGER NOT NULL
 );
-CREATE INDEX IF NOT EXISTS rows_live ON rows (resource, live, row_date);
+CREATE INDEX IF NOT EXISTS rows_by_date ON rows (resource, row_date);
 CREATE TABLE IF NOT EXISTS staged_rows (
     job_id TEXT NOT NULL,
     ordinal INTEGER NOT NULL,
@@ -173,6 +172,8 @@ class Ledger:
         self._wakeup: asyncio.Event | None = None
         self._drainer: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.group_commits = 0
+        """Transactions committed by the writer (each holding one or more work items)."""
 
     def close(self) -> None:
         self._executor.shutdown(wait=True)
@@ -221,6 +222,7 @@ class Ledger:
                     self.conn.execute("ROLLBACK TO item")
                     outcomes.append((None, error))
                 self.conn.execute("RELEASE item")
+        self.group_commits += 1
         return outcomes
 
     @contextmanager
@@ -299,8 +301,8 @@ class Txn:
         rows = self.conn.execute(query, [*values, limit]).fetchall()
         return [dict(row) for row in rows]
 
-    def live_rows(self, resource: str, start: str | None, end: str | None) -> Sequence[bytes]:
-        query = "SELECT encoded FROM rows WHERE resource = ? AND live = 1"
+    def applied_rows(self, resource: str, start: str | None, end: str | None) -> Sequence[bytes]:
+        query = "SELECT encoded FROM rows WHERE resource = ?"
         values: list[object] = [resource]
         if start is not None:
             query += " AND row_date >= ?"

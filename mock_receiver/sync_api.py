@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -133,9 +134,8 @@ class _SyncRequest:
                 return self._answer_existing(txn, existing, digest, now)
         return self._apply(txn, decision, fence_name=fence_name, fence_key=fence_key, digest=digest, now=now)
 
-    def _answer_existing(self, txn: Txn, existing: object, digest: str, now: float) -> Response:
+    def _answer_existing(self, txn: Txn, stored: sqlite3.Row, digest: str, now: float) -> Response:
         record, fence = self.record, self.behaviour.sync.fence
-        stored = dict(existing)  # type: ignore[call-overload]
         if fence.type is FenceType.BARE_409:
             record.status, record.outcome = 409, "duplicate"
             txn.record_request(record, now)
@@ -227,7 +227,7 @@ async def resource_summary(request: Request) -> Response:
         jobs = behaviour.async_jobs
         if jobs is not None and jobs.resource == resource:
             settle_jobs(txn, jobs, behaviour.resources[resource], now)
-        rows = txn.live_rows(resource, scope.start, scope.end)
+        rows = txn.applied_rows(resource, scope.start, scope.end)
         return JSONResponse({"resource": resource, "range_start": scope.start, "range_end": scope.end,
                              "row_count": len(rows), "content_digest": multiset_digest(rows)})
 

@@ -156,9 +156,10 @@ def test_unknown_job_and_disabled_jobs_are_404_problems(tmp_path: Path) -> None:
         assert response.headers["content-type"] == "application/problem+json"
 
 
-def test_filename_without_a_valid_key_is_rejected(tmp_path: Path) -> None:
+@pytest.mark.parametrize("key", ["bad key", "../escape", "dir/key", "", "x" * 201])
+def test_filename_without_a_valid_key_is_rejected(tmp_path: Path, key: str) -> None:
     with client_for(bundled("dataset-jobs"), tmp_path) as client:
-        files, data = job_files("bad key", ROWS, START, END)
+        files, data = job_files(key, ROWS, START, END)
         response = client.post(JOBS, files=files, data=data)
         assert response.status_code == 422
         assert admin_items(client, "jobs") == []
