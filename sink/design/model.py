@@ -25,6 +25,8 @@ ACKNOWLEDGEMENT_RANK = {
 }
 
 Axes = tuple[str, str, str, str, str]
+# Positions of the axes inside an Axes tuple (the order of sink.contracts.state.AXES).
+EXECUTION, EFFECT, ACKNOWLEDGEMENT, VERIFICATION, CHECKPOINT = range(5)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,15 +6,20 @@ from typing import Any
 
 from sink.design.findings import Finding
 from sink.design.model import (
+    ACKNOWLEDGEMENT,
     ACKNOWLEDGEMENT_RANK,
     AXIS_NAMES,
+    CHECKPOINT,
+    EFFECT,
+    EXECUTION,
     TERMINAL_ACKNOWLEDGEMENTS,
+    VERIFICATION,
     Axes,
     ContractGraph,
     Edge,
 )
 
-_E, _R, _A, _V, _C = range(5)  # axis positions in Axes
+_E, _R, _A, _V, _C = EXECUTION, EFFECT, ACKNOWLEDGEMENT, VERIFICATION, CHECKPOINT
 
 # Model-wide guards of the one critical submit transaction (seed: "Attempt and capacity authority",
 # "Replacement generation and overlap fence", journal epoch gate).

@@ -10,7 +10,7 @@ from typing import Any
 from sink.contracts.errors import ERROR_CATALOG
 from sink.contracts.state import AXES
 from sink.design.findings import Finding
-from sink.design.model import AXIS_NAMES, ContractGraph, axes_of
+from sink.design.model import AXIS_NAMES, CHECKPOINT, EFFECT, ContractGraph, axes_of
 
 EXPECTED_INITIAL = ("PLANNED", "NONE_PROVEN", "NOT_ACCEPTED", "NOT_RUN", "BLOCKED")
 REQUIRED_MONOTONIC_FIELDS = (
@@ -131,6 +131,24 @@ def check_monotonic(doc: dict[str, Any], graph: ContractGraph) -> list[Finding]:
             if name not in listed:
                 findings.append(_finding("monotonic_fields", f"/transitions/{edge.index}/advances",
                                          f"transition {edge.id} advances undeclared field {name}"))
+    findings.extend(_watermarks_advanced(graph))
+    return findings
+
+
+def _watermarks_advanced(graph: ContractGraph) -> list[Finding]:
+    """A newly proven full effect raises the generation watermark; a promotion moves the frontier."""
+    findings = []
+    for edge in graph.known_edges():
+        source, target = graph.tuples[edge.source], graph.tuples[edge.target]
+        required = []
+        if target[EFFECT] == "FULLY_APPLIED" and source[EFFECT] != "FULLY_APPLIED":
+            required.append("highest_applied_generation")
+        if target[CHECKPOINT] == "PROMOTED" and source[CHECKPOINT] != "PROMOTED":
+            required.append("checkpoint_frontier")
+        for name in required:
+            if name not in edge.advances:
+                findings.append(_finding("monotonic_fields", f"/transitions/{edge.index}/advances",
+                                         f"transition {edge.id} must advance {name}"))
     return findings
 
 

@@ -98,6 +98,21 @@ def test_retry_due_must_advance_attempt_ordinal() -> None:
     assert "safe_retry" in _rules(validate_document(doc))
 
 
+@pytest.mark.parametrize(
+    ("tid", "source", "field"),
+    [
+        ("verified_full", "verifying_expired", "highest_applied_generation"),
+        ("reconciled_full", "reconciling_partial_accepted", "highest_applied_generation"),
+        ("checkpoint_promoted", "finalized_cancelled_full_eligible", "checkpoint_frontier"),
+    ],
+)
+def test_watermarks_must_advance(tid: str, source: str, field: str) -> None:
+    doc = bundled_document()
+    transition(doc, tid, source)["advances"].remove(field)
+    findings = [f for f in validate_document(doc) if f.rule == "monotonic_fields"]
+    assert findings and field in findings[0].message
+
+
 def test_submit_must_carry_every_model_wide_guard() -> None:
     doc = bundled_document()
     transition(doc, "retry_due", "retry_wait")["cas_preconditions"].remove("generation_admissible")
