@@ -37,7 +37,8 @@ RULES: dict[str, tuple[Rule, str]] = {
     "cas_preconditions": (structure.check_cas,
                           "Every transition is a revision CAS and names only declared predicates."),
     "monotonic_fields": (structure.check_monotonic,
-                         "Mandatory monotonic fields are listed; transitions advance only listed fields."),
+                         "Mandatory monotonic fields are listed; transitions advance only listed fields; a new "
+                         "full effect advances the generation watermark, a promotion the frontier."),
     "error_catalog": (structure.check_error_catalog,
                       "stable_error_codes == error_catalog == sink.contracts.errors, metadata identical."),
     "error_references": (structure.check_error_references,
@@ -47,7 +48,8 @@ RULES: dict[str, tuple[Rule, str]] = {
     "named_entries_unique": (structure.check_named_lists, "Invariant and forbidden-combination ids are unique."),
     "reachability": (behaviour.check_reachability, "Every legal tuple is reachable from the initial tuple."),
     "terminal_closure": (behaviour.check_terminal_closure,
-                         "Terminal tuples are FINALIZED and have no automatic exit."),
+                         "Terminal tuples are FINALIZED with no automatic exit; any other FINALIZED tuple "
+                         "leaves automatically only by checkpoint promotion."),
     "no_dead_ends": (behaviour.check_no_dead_ends, "Every non-terminal tuple has an outgoing transition."),
     "acknowledgement_preservation": (behaviour.check_acknowledgement_preservation,
                                      "Observed terminal acknowledgements never change; reconciliation "
