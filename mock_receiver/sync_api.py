@@ -103,7 +103,7 @@ class _SyncRequest:
         record = self.record
         if fence_type is FenceType.FINGERPRINT_LEDGER:
             # The exact request: method, path, query, media headers and the wire body bytes.
-            query = "&".join(sorted(f"{k}={v}" for k, v in self.request.query_params.multi_items()))
+            query = json.dumps(sorted(self.request.query_params.multi_items()))
             return fields_digest(self.request.method, self.request.url.path, query,
                                  self.request.headers.get("content-type"),
                                  self.request.headers.get("content-encoding"), record.body_digest)
