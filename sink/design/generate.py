@@ -171,7 +171,7 @@ def _pre_transport(b: _Builder) -> None:
            ["request_not_started_proven", "retry_unavailable"],
            errors=["REST_DELIVERY_RETRY_AFTER_EXCEEDS_BUDGET"])
     b.move("retry_due", "retry_wait", "submitting", auto,
-           ["retry_due", "delivery_key_unchanged", *submit_guards], advances=("attempt_ordinal",))
+           ["retry_time_reached", "delivery_key_unchanged", *submit_guards], advances=("attempt_ordinal",))
     b.move("retry_abandoned", "retry_wait", not_started, auto, ["retry_unavailable"],
            errors=["REST_DELIVERY_RETRY_AFTER_EXCEEDS_BUDGET"])
     b.move("request_outcome_unknown", "submitting", _final_name("NOT_ACCEPTED", "outcome_lost"), auto,
@@ -204,7 +204,7 @@ def _observation(b: _Builder) -> None:
            ["observation_lease_held", "next_check_durable"], advances=("observation_ordinal",))
     b.move("observation_deadline_exceeded", "waiting_ack_accepted",
            _final_name("ACCEPTED", "unknown_not_provable"), auto,
-           ["observation_lease_held", "observation_deadline_exceeded"],
+           ["observation_lease_held", "observation_deadline_passed"],
            errors=["REST_DELIVERY_REMOTE_EFFECT_UNKNOWN"])
 
 
