@@ -213,6 +213,7 @@ def check_error_references(doc: dict[str, Any], graph: ContractGraph) -> list[Fi
 
 def check_identities(doc: dict[str, Any], _: ContractGraph) -> list[Finding]:
     findings = []
+    all_names = {entry["name"] for entry in doc["identities"]["entries"]}
     defined: set[str] = set()
     for index, entry in enumerate(doc["identities"]["entries"]):
         where = f"/identities/entries/{index}"
@@ -220,6 +221,11 @@ def check_identities(doc: dict[str, Any], _: ContractGraph) -> list[Finding]:
             findings.append(_finding("identities", where, f"identity {entry['name']} is defined twice"))
         if entry["name"] in entry["inputs"]:
             findings.append(_finding("identities", where, f"identity {entry['name']} hashes itself"))
+        # Entries are listed in derivation order, which also rules out cycles between digests.
+        for name in entry["inputs"]:
+            if name in all_names and name not in defined and name != entry["name"]:
+                findings.append(_finding("identities", where,
+                                         f"identity {entry['name']} uses {name} before it is defined"))
         defined.add(entry["name"])
     by_name = {entry["name"]: entry for entry in doc["identities"]["entries"]}
     fence = by_name.get("receiver_mutation_key")

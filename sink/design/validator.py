@@ -44,7 +44,8 @@ RULES: dict[str, tuple[Rule, str]] = {
     "error_references": (structure.check_error_references,
                          "Every REST_DELIVERY_* string resolves; guard refusals name real transitions."),
     "identities": (structure.check_identities,
-                   "Identity names are unique; the remote fence and delivery key exclude payload digests."),
+                   "Identities are unique and in derivation order; the remote fence and delivery key "
+                   "exclude payload digests."),
     "named_entries_unique": (structure.check_named_lists, "Invariant and forbidden-combination ids are unique."),
     "reachability": (behaviour.check_reachability, "Every legal tuple is reachable from the initial tuple."),
     "terminal_closure": (behaviour.check_terminal_closure,

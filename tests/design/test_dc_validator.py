@@ -113,6 +113,14 @@ def test_watermarks_must_advance(tid: str, source: str, field: str) -> None:
     assert findings and field in findings[0].message
 
 
+def test_identities_are_listed_in_derivation_order() -> None:
+    doc = bundled_document()
+    entries = doc["identities"]["entries"]
+    entries.insert(0, entries.pop(next(i for i, e in enumerate(entries) if e["name"] == "mutation_intent_digest")))
+    findings = [f for f in validate_document(doc) if f.rule == "identities"]
+    assert findings and "before it is defined" in findings[0].message
+
+
 def test_submit_must_carry_every_model_wide_guard() -> None:
     doc = bundled_document()
     transition(doc, "retry_due", "retry_wait")["cas_preconditions"].remove("generation_admissible")
