@@ -15,16 +15,17 @@ Every axis change is additionally an integer-revision CAS (``UPDATE ... WHERE re
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 
 from sink.contracts.state import AcknowledgementState
 from sink.journal.frontier import plan_promotion
 from sink.journal.markers import StoredMarker, UnreadableMarker, namespace_key
 from sink.journal.port import JournalRejection, RejectionReason, TransitionRejected
-from sink.journal.postgres import admission, effects
+from sink.journal.postgres import admission, effects, submit
 from sink.journal.postgres.base import PostgresJournalBase
 from sink.journal.postgres.connection import Cursor
-from sink.journal.postgres.rows import OPERATION_COLUMNS, Row, operation_of, to_timestamp
+from sink.journal.postgres.rows import OPERATION_COLUMNS, operation_of, to_timestamp
 from sink.journal.records import (
     AdmittedParent,
     Attempt,
@@ -50,25 +51,9 @@ from sink.journal.transition_policy import (
     check_revision,
     raises_effect_index,
     releases_capacity,
-    resolve_submit,
     resolve_transition,
     to_axes,
 )
-
-_ATTEMPT_COLUMNS = (
-    "operation_id, attempt_ordinal, attempt_id, marker_digest, expected_revision, journal_epoch, "
-    "capacity_scope, created_at, capacity_released"
-)
-
-
-def attempt_of(row: Row) -> Attempt:
-    return Attempt(
-        operation_id=row["operation_id"], attempt_ordinal=int(row["attempt_ordinal"]),
-        attempt_id=row["attempt_id"], marker_digest=row["marker_digest"],
-        expected_revision=int(row["expected_revision"]), journal_epoch=int(row["journal_epoch"]),
-        capacity_scope=row["capacity_scope"], created_at=row["created_at"],
-        capacity_released=bool(row["capacity_released"]),
-    )
 
 
 class _DomainLockNeeded(Exception):
@@ -126,9 +111,9 @@ class PostgresJournal(PostgresJournalBase):
 
     def list_attempts(self, operation_id: str) -> tuple[Attempt, ...]:
         with self._db.read() as cur:
-            cur.execute(f"SELECT {_ATTEMPT_COLUMNS} FROM attempts WHERE operation_id = %s ORDER BY attempt_ordinal",
-                        (operation_id,))
-            return tuple(attempt_of(r) for r in cur.fetchall())
+            cur.execute(f"SELECT {submit.ATTEMPT_COLUMNS} FROM attempts WHERE operation_id = %s "
+                        "ORDER BY attempt_ordinal", (operation_id,))
+            return tuple(submit.attempt_of(r) for r in cur.fetchall())
 
     def list_observations(self, operation_id: str) -> tuple[Observation, ...]:
         with self._db.read() as cur:
@@ -160,25 +145,26 @@ class PostgresJournal(PostgresJournalBase):
                   actor_id: str, reconciliation_id: str | None, evidence_digest: str | None,
                   extra_attempt: bool = False) -> OperationRow:
         cur.execute(
-            "UPDATE operations SET execution_state = %s, remote_effect = %s, acknowledgement_state = %s, "
-            "verification_state = %s, checkpoint_state = %s, revision = revision + 1, "
-            "attempt_count = attempt_count + %s, "
-            "last_reconciliation_id = COALESCE(%s, last_reconciliation_id), updated_at = now() "
-            f"WHERE operation_id = %s AND revision = %s RETURNING {OPERATION_COLUMNS}",
-            (target.execution_state.value, target.remote_effect.value, target.acknowledgement_state.value,
-             target.verification_state.value, target.checkpoint_state.value, 1 if extra_attempt else 0,
-             reconciliation_id, row.operation_id, row.revision),
+            "WITH updated AS (UPDATE operations SET execution_state = %(x)s, remote_effect = %(e)s, "
+            "acknowledgement_state = %(a)s, verification_state = %(v)s, checkpoint_state = %(c)s, "
+            "revision = revision + 1, attempt_count = attempt_count + %(attempts)s, "
+            "last_reconciliation_id = COALESCE(%(rec)s, last_reconciliation_id), updated_at = now() "
+            "WHERE operation_id = %(op)s AND revision = %(rev)s RETURNING operation_id, revision), "
+            "logged AS (INSERT INTO transition_log (operation_id, revision, transition_id, actor_kind, actor_id, "
+            "reconciliation_id, evidence_digest) SELECT operation_id, revision, %(tid)s, %(ak)s, %(aid)s, %(rec)s, "
+            "%(ev)s FROM updated) SELECT * FROM updated",
+            {"x": target.execution_state.value, "e": target.remote_effect.value,
+             "a": target.acknowledgement_state.value, "v": target.verification_state.value,
+             "c": target.checkpoint_state.value, "attempts": 1 if extra_attempt else 0, "rec": reconciliation_id,
+             "op": row.operation_id, "rev": row.revision, "tid": transition_id, "ak": actor_kind, "aid": actor_id,
+             "ev": evidence_digest},
         )
-        updated = cur.fetchone()
-        if updated is None:
+        if cur.fetchone() is None:
             raise TransitionRejected(RejectionReason.STALE_REVISION, f"operation {row.operation_id} changed")
-        cur.execute(
-            "INSERT INTO transition_log (operation_id, revision, transition_id, actor_kind, actor_id, "
-            "reconciliation_id, evidence_digest) VALUES (%s, %s, %s, %s, %s, %s, %s)",
-            (row.operation_id, row.revision + 1, transition_id, actor_kind, actor_id, reconciliation_id,
-             evidence_digest),
-        )
-        return operation_of(updated)
+        # The CAS matched `row` exactly, so the stored row is `row` with these changes and nothing else.
+        return replace(row, axes=target, revision=row.revision + 1,
+                       attempt_count=row.attempt_count + (1 if extra_attempt else 0),
+                       last_reconciliation_id=reconciliation_id or row.last_reconciliation_id)
 
     def transition(self, request: TransitionRequest) -> OperationRow:
         if request.evidence_digest is not None:
@@ -242,60 +228,8 @@ class PostgresJournal(PostgresJournalBase):
     def reserve_and_mark_submitting(self, request: SubmitRequest) -> SubmitGrant:
         require_digest(request.marker_digest, "marker_digest")
         with self._db.write(f"reserve_and_mark_submitting:{request.operation_id}", critical=True) as cur:
-            gate = self._require_gate_open(cur)
-            cur.execute("SELECT effect_conflict_domain FROM operations WHERE operation_id = %s",
-                        (request.operation_id,))
-            peek = cur.fetchone()
-            if peek is None:
-                raise TransitionRejected(RejectionReason.UNKNOWN_OPERATION, f"no operation {request.operation_id}")
-            cur.execute("SELECT 1 FROM rest_delivery_effect_domain_lock WHERE effect_conflict_domain = %s "
-                        "FOR UPDATE", (peek["effect_conflict_domain"],))
-            row = self._require_operation(cur, request.operation_id, "FOR UPDATE")
-            check_revision(row.operation_id, row.revision, request.expected_revision)
-            chosen = resolve_submit(self._contract, row.axes, request.transition_id)
-            self._require_lease(cur, LeaseKind.MUTATION, row.operation_id, request.lease_owner)
-            if request.attempt_ordinal != row.attempt_count + 1:
-                raise TransitionRejected(
-                    RejectionReason.ATTEMPT_ORDINAL_NOT_NEXT,
-                    f"attempt ordinal must be {row.attempt_count + 1}, got {request.attempt_ordinal}",
-                )
-            self._check_marker(row, request, gate.journal_epoch)
-            effects.check_submit_fence(cur, row)
-            cur.execute(
-                "INSERT INTO attempts (operation_id, attempt_ordinal, attempt_id, marker_digest, expected_revision, "
-                f"journal_epoch, capacity_scope) VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING {_ATTEMPT_COLUMNS}",
-                (row.operation_id, request.attempt_ordinal, request.attempt_id, request.marker_digest,
-                 request.expected_revision, gate.journal_epoch, request.capacity_scope),
-            )
-            attempt_row = cur.fetchone()
-            assert attempt_row is not None
-            self._reserve_capacity(cur, request.capacity_scope, request.attempt_id, row.operation_id)
-            self._fault("submit.attempt_appended")
-            updated = self._cas_axes(
-                cur, row, to_axes(chosen.target), transition_id=chosen.id, actor_kind="automatic",
-                actor_id=request.lease_owner, reconciliation_id=None, evidence_digest=request.marker_digest,
-                extra_attempt=True,
-            )
-            self._fault("submit.before_commit")
-        return SubmitGrant(updated, attempt_of(attempt_row))
-
-    def _check_marker(self, row: OperationRow, request: SubmitRequest, epoch: int) -> None:
-        stored = self._markers.get(row.operation_namespace, row.operation_id, request.attempt_ordinal)
-        if stored is None:
-            raise TransitionRejected(RejectionReason.MARKER_MISSING,
-                                     f"no MAY_ATTEMPT marker for attempt {request.attempt_ordinal}")
-        m = stored.marker
-        binds = (
-            stored.digest == request.marker_digest
-            and m.parent_id == row.parent_id
-            and m.delivery_key == row.delivery_key
-            and m.generation == row.descriptor.generation
-            and m.mutation_intent_digest == row.descriptor.mutation_intent_digest
-            and m.expected_revision == request.expected_revision
-            and m.journal_epoch == epoch
-        )
-        if not binds:
-            raise TransitionRejected(RejectionReason.MARKER_MISMATCH, "MAY_ATTEMPT marker does not bind this attempt")
+            return submit.critical_submit(cur, request, contract=self._contract, markers=self._markers,
+                                          cas_axes=self._cas_axes, fault=self._fault)
 
     # ----- observations ------------------------------------------------------------------------
     def record_observation(self, operation_id: str, *, observation_ordinal: int,

@@ -13,11 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from sink.contracts.errors import DeliveryError, ErrorCode
 from sink.design.query import DesignContract
 from sink.journal.markers import MarkerStore
 from sink.journal.port import (
-    CapacityExhausted,
     CriticalCommitGuard,
     JournalRejection,
     LeaseUnavailable,
@@ -141,16 +139,6 @@ class PostgresJournalBase:
         return GateStatus(GateState(row["mutation_gate"]), int(row["journal_epoch"]), row["gate_reason"],
                           row["attested_by"], row["attestation_digest"])
 
-    @classmethod
-    def _require_gate_open(cls, cur: Cursor) -> GateStatus:
-        # FOR SHARE: a concurrent block_mutations waits for this transaction, and once it has
-        # committed no later transaction sees the gate open.
-        gate = cls._gate(cur, "FOR SHARE")
-        if gate.state is not GateState.OPEN:
-            raise DeliveryError(ErrorCode.JOURNAL_EPOCH_BLOCKED,
-                                f"mutation gate is BLOCKED at journal epoch {gate.journal_epoch}")
-        return gate
-
     def gate_status(self) -> GateStatus:
         with self._db.read() as cur:
             return self._gate(cur)
@@ -269,24 +257,6 @@ class PostgresJournalBase:
     def capacity_status(self, scope: str) -> CapacityStatus:
         with self._db.read() as cur:
             return self._capacity(cur, scope)
-
-    @staticmethod
-    def _reserve_capacity(cur: Cursor, scope: str, attempt_id: str, operation_id: str) -> None:
-        cur.execute(
-            "UPDATE capacity_slots s SET attempt_id = %(attempt)s, operation_id = %(op)s, reserved_at = now() "
-            "FROM (SELECT capacity_scope, slot_no FROM capacity_slots WHERE capacity_scope = %(scope)s "
-            "      AND attempt_id IS NULL ORDER BY slot_no LIMIT 1 FOR UPDATE SKIP LOCKED) free "
-            "WHERE s.capacity_scope = free.capacity_scope AND s.slot_no = free.slot_no RETURNING s.slot_no",
-            {"attempt": attempt_id, "op": operation_id, "scope": scope},
-        )
-        if cur.fetchone() is None:
-            cur.execute("SELECT slots FROM capacity_scopes WHERE capacity_scope = %s", (scope,))
-            row = cur.fetchone()
-            if row is None:
-                raise JournalRejection(RejectionReason.CAPACITY_NOT_CONFIGURED,
-                                       f"capacity scope {scope} is not configured")
-            raise CapacityExhausted(RejectionReason.CAPACITY_EXHAUSTED,
-                                    f"all {row['slots']} slots of {scope} are reserved")
 
     @staticmethod
     def _release_capacity(cur: Cursor, operation_id: str) -> None:

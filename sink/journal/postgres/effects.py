@@ -29,11 +29,13 @@ from sink.journal.records import ChildDescriptor, GenerationInterval, Generation
 from sink.journal.submit_policy import check_not_stale, check_submit_permitted
 
 
-def overlapping_operations(cur: Cursor, domain: str, scope: ScopeRange) -> list[OperationRow]:
-    """Every operation of `domain` whose scope overlaps `scope` (GiST: domain = and range &&)."""
+def overlapping_operations(cur: Cursor, domain: str, scope: ScopeRange, *, excluding: str = "") -> list[OperationRow]:
+    """Every operation of `domain` whose scope overlaps `scope` (GiST: domain = and range &&),
+    except `excluding` (the candidate itself, which the policy ignores anyway)."""
     cur.execute(
-        f"SELECT {OPERATION_COLUMNS} FROM operations WHERE effect_conflict_domain = %s AND scope_range && %s",
-        (domain, scope_to_range(scope)),
+        f"SELECT {OPERATION_COLUMNS} FROM operations WHERE effect_conflict_domain = %s AND scope_range && %s "
+        "AND operation_id <> %s",
+        (domain, scope_to_range(scope), excluding),
     )
     return [operation_of(row) for row in cur.fetchall()]
 
@@ -74,7 +76,7 @@ def check_submit_fence(cur: Cursor, op: OperationRow) -> None:
     d = op.descriptor
     check_submit_permitted(
         op.operation_id, d,
-        overlapping_operations(cur, d.effect_conflict_domain, d.scope),
+        overlapping_operations(cur, d.effect_conflict_domain, d.scope, excluding=op.operation_id),
         overlapping_intervals(cur, d.effect_conflict_domain, d.scope),
     )
 

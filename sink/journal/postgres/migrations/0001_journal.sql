@@ -153,6 +153,8 @@ CREATE TABLE capacity_slots (
     PRIMARY KEY (capacity_scope, slot_no)
 );
 CREATE INDEX capacity_slots_by_operation ON capacity_slots (operation_id) WHERE operation_id IS NOT NULL;
+-- A reservation finds a free slot through this partial index, never by scanning held slots.
+CREATE INDEX capacity_slots_free ON capacity_slots (capacity_scope, slot_no) WHERE attempt_id IS NULL;
 
 -- Critical commits that committed locally while their synchronous replication was unconfirmed.
 CREATE TABLE unconfirmed_critical_commits (

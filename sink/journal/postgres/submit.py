@@ -1,0 +1,160 @@
+"""The critical submit transaction (seed: pre-submit sequence step 3), in few statements.
+
+Runs inside one transaction opened by the adapter (through the zero-RPO guard when configured):
+
+1. one statement: gate row FOR SHARE + the operation's effect-domain lock row FOR UPDATE;
+2. one statement: the operation row FOR UPDATE + whether the caller holds its mutation lease
+   on the server clock;
+3. pure checks (revision, contract transition, lease, ordinal) and the MAY_ATTEMPT marker read;
+4. two statements: overlapping operations and applied-generation pieces (GiST, ``&&``), decided
+   by the shared fence policy;
+5. one statement: append the attempt and claim a free capacity slot (SKIP LOCKED);
+6. one statement: revision CAS to SUBMITTING + transition log.
+Any refusal raises before COMMIT, so nothing of it is written.
+"""
+
+# SQL text here is composed only from module constants (column lists); every value is a parameter.
+# ruff: noqa: S608
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sink.contracts.errors import DeliveryError, ErrorCode
+from sink.design.query import DesignContract
+from sink.journal.markers import MarkerStore
+from sink.journal.port import CapacityExhausted, JournalRejection, RejectionReason, TransitionRejected
+from sink.journal.postgres import effects
+from sink.journal.postgres.connection import Cursor
+from sink.journal.postgres.rows import OPERATION_COLUMNS, Row, operation_of
+from sink.journal.records import Attempt, OperationRow, SubmitGrant, SubmitRequest
+from sink.journal.transition_policy import check_revision, resolve_submit, to_axes
+
+ATTEMPT_COLUMNS = (
+    "operation_id, attempt_ordinal, attempt_id, marker_digest, expected_revision, journal_epoch, "
+    "capacity_scope, created_at, capacity_released"
+)
+
+_GATE_AND_DOMAIN_LOCK = """
+SELECT j.mutation_gate, j.journal_epoch, d.effect_conflict_domain
+FROM journal_epoch j
+JOIN rest_delivery_effect_domain_lock d
+  ON d.effect_conflict_domain = (SELECT o.effect_conflict_domain FROM operations o WHERE o.operation_id = %s)
+FOR SHARE OF j FOR UPDATE OF d
+"""
+
+_OPERATION_AND_LEASE = f"""
+SELECT {OPERATION_COLUMNS},
+       EXISTS (SELECT 1 FROM leases l WHERE l.lease_kind = 'mutation' AND l.subject_id = o.operation_id
+               AND l.owner = %s AND l.expires_at > now()) AS lease_held
+FROM operations o WHERE o.operation_id = %s FOR UPDATE OF o
+"""
+
+# The attempt row and its slot in one statement; no free slot leaves `slot_no` NULL and the
+# caller raises, rolling the attempt back with everything else.
+_ATTEMPT_AND_SLOT = f"""
+WITH attempt AS (
+    INSERT INTO attempts (operation_id, attempt_ordinal, attempt_id, marker_digest, expected_revision,
+                          journal_epoch, capacity_scope)
+    VALUES (%(op)s, %(ordinal)s, %(attempt)s, %(marker)s, %(expected)s, %(epoch)s, %(scope)s)
+    RETURNING {ATTEMPT_COLUMNS}
+), slot AS (
+    UPDATE capacity_slots s SET attempt_id = %(attempt)s, operation_id = %(op)s, reserved_at = now()
+    FROM (SELECT capacity_scope, slot_no FROM capacity_slots
+          WHERE capacity_scope = %(scope)s AND attempt_id IS NULL
+          ORDER BY slot_no LIMIT 1 FOR UPDATE SKIP LOCKED) free
+    WHERE s.capacity_scope = free.capacity_scope AND s.slot_no = free.slot_no
+    RETURNING s.slot_no
+)
+SELECT attempt.*, (SELECT slot_no FROM slot) AS slot_no,
+       (SELECT slots FROM capacity_scopes WHERE capacity_scope = %(scope)s) AS scope_slots
+FROM attempt
+"""
+
+CasAxes = Callable[..., OperationRow]
+
+
+def attempt_of(row: Row) -> Attempt:
+    return Attempt(
+        operation_id=row["operation_id"], attempt_ordinal=int(row["attempt_ordinal"]),
+        attempt_id=row["attempt_id"], marker_digest=row["marker_digest"],
+        expected_revision=int(row["expected_revision"]), journal_epoch=int(row["journal_epoch"]),
+        capacity_scope=row["capacity_scope"], created_at=row["created_at"],
+        capacity_released=bool(row["capacity_released"]),
+    )
+
+
+def _gate_and_domain(cur: Cursor, operation_id: str) -> int:
+    """Lock the gate (shared) and the operation's domain row; return the journal epoch."""
+    cur.execute(_GATE_AND_DOMAIN_LOCK, (operation_id,))
+    row = cur.fetchone()
+    if row is None:
+        cur.execute("SELECT mutation_gate, journal_epoch FROM journal_epoch")
+        row = cur.fetchone()
+        assert row is not None
+        if row["mutation_gate"] == "OPEN":
+            raise TransitionRejected(RejectionReason.UNKNOWN_OPERATION, f"no operation {operation_id}")
+    if row["mutation_gate"] != "OPEN":
+        raise DeliveryError(ErrorCode.JOURNAL_EPOCH_BLOCKED,
+                            f"mutation gate is BLOCKED at journal epoch {row['journal_epoch']}")
+    return int(row["journal_epoch"])
+
+
+def check_marker(markers: MarkerStore, row: OperationRow, request: SubmitRequest, epoch: int) -> None:
+    stored = markers.get(row.operation_namespace, row.operation_id, request.attempt_ordinal)
+    if stored is None:
+        raise TransitionRejected(RejectionReason.MARKER_MISSING,
+                                 f"no MAY_ATTEMPT marker for attempt {request.attempt_ordinal}")
+    m = stored.marker
+    binds = (
+        stored.digest == request.marker_digest
+        and m.parent_id == row.parent_id
+        and m.delivery_key == row.delivery_key
+        and m.generation == row.descriptor.generation
+        and m.mutation_intent_digest == row.descriptor.mutation_intent_digest
+        and m.expected_revision == request.expected_revision
+        and m.journal_epoch == epoch
+    )
+    if not binds:
+        raise TransitionRejected(RejectionReason.MARKER_MISMATCH, "MAY_ATTEMPT marker does not bind this attempt")
+
+
+def critical_submit(cur: Cursor, request: SubmitRequest, *, contract: DesignContract, markers: MarkerStore,
+                    cas_axes: CasAxes, fault: Callable[[str], None]) -> SubmitGrant:
+    epoch = _gate_and_domain(cur, request.operation_id)
+    cur.execute(_OPERATION_AND_LEASE, (request.lease_owner, request.operation_id))
+    locked = cur.fetchone()
+    if locked is None:  # pragma: no cover - the domain join above found it in this transaction
+        raise TransitionRejected(RejectionReason.UNKNOWN_OPERATION, f"no operation {request.operation_id}")
+    row = operation_of(locked)
+    check_revision(row.operation_id, row.revision, request.expected_revision)
+    chosen = resolve_submit(contract, row.axes, request.transition_id)
+    if not locked["lease_held"]:
+        raise JournalRejection(RejectionReason.LEASE_NOT_HELD,
+                               f"mutation lease on {row.operation_id} is not held by the caller")
+    if request.attempt_ordinal != row.attempt_count + 1:
+        raise TransitionRejected(
+            RejectionReason.ATTEMPT_ORDINAL_NOT_NEXT,
+            f"attempt ordinal must be {row.attempt_count + 1}, got {request.attempt_ordinal}",
+        )
+    check_marker(markers, row, request, epoch)
+    effects.check_submit_fence(cur, row)
+    cur.execute(_ATTEMPT_AND_SLOT, {
+        "op": row.operation_id, "ordinal": request.attempt_ordinal, "attempt": request.attempt_id,
+        "marker": request.marker_digest, "expected": request.expected_revision, "epoch": epoch,
+        "scope": request.capacity_scope,
+    })
+    appended = cur.fetchone()
+    assert appended is not None
+    if appended["slot_no"] is None:
+        if appended["scope_slots"] is None:
+            raise JournalRejection(RejectionReason.CAPACITY_NOT_CONFIGURED,
+                                   f"capacity scope {request.capacity_scope} is not configured")
+        raise CapacityExhausted(RejectionReason.CAPACITY_EXHAUSTED,
+                                f"all {appended['scope_slots']} slots of {request.capacity_scope} are reserved")
+    fault("submit.attempt_appended")
+    updated = cas_axes(cur, row, to_axes(chosen.target), transition_id=chosen.id, actor_kind="automatic",
+                       actor_id=request.lease_owner, reconciliation_id=None, evidence_digest=request.marker_digest,
+                       extra_attempt=True)
+    fault("submit.before_commit")
+    return SubmitGrant(updated, attempt_of(appended))
