@@ -143,6 +143,9 @@ def main() -> int:
         print(f"{result.name:<14}{result.requests:>11}{result.failures:>6}{result.rps:>13.1f}{result.p50_ms:>8.0f}"
               f"{result.p99_ms:>8.0f}{result.ledger_requests:>11}{result.ledger_effects:>9}{result.ledger_rps:>13.1f}"
               f"{result.ledger_rps / base.ledger_rps:>8.2f}x" + ("" if ledger_ok else "  LEDGER MISMATCH"))
+    if stack == "h11+asyncio":
+        print("(httptools/uvloop are not installed: full-auto and full-h11 are the same configuration, so their "
+              "difference shows the run-to-run noise of this machine)")
     verdict = "meets" if base.rps >= TARGET_RPS else "is below"
     print(f"{base.name} {verdict} the {TARGET_RPS:.0f} req/s target by locust's count ({base.rps:.0f} req/s; "
           f"receiver-side {base.ledger_rps:.0f} req/s)")
