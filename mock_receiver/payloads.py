@@ -96,7 +96,10 @@ def parse_json_rows(data: bytes) -> list[dict[str, Scalar]]:
 
 def parse_ndjson_rows(data: bytes) -> list[dict[str, Scalar]]:
     rows: list[dict[str, Scalar]] = []
-    for line in _text(data).splitlines():
+    # Records end at "\n" only: str.splitlines() would also split at U+2028, U+0085 and others,
+    # which may legally appear raw inside JSON strings.
+    for raw_line in _text(data).split("\n"):
+        line = raw_line.removesuffix("\r")
         if line.strip():
             rows.append(_check_row(_json_load(line), len(rows)))
     return rows
