@@ -102,6 +102,12 @@ def test_admin_behaviour_switch_validates_and_keeps_the_old_one_on_error(tmp_pat
         assert good.status_code == 200
         assert client.get("/_admin/behaviour").json()["name"] == "bare-409"
         assert client.get("/_admin/health").json()["behaviour"] == "bare-409"
+        # The switch is live: the bare-409 fence now answers an exact duplicate with an empty 409.
+        rows = rows_for(["2026-07-01"])
+        assert client.post(URL, params=RANGE, json=rows).status_code == 200
+        duplicate = client.post(URL, params=RANGE, json=rows)
+        assert (duplicate.status_code, duplicate.content) == (409, b"")
+        assert len(admin_items(client, "effects")) == 1
 
 
 def test_admin_query_validation_is_a_problem(tmp_path: Path) -> None:

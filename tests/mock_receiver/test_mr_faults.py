@@ -51,6 +51,8 @@ def test_503_with_http_date_retry_after(tmp_path: Path) -> None:
         assert response.status_code == 503
         when = email.utils.parsedate_to_datetime(response.headers["retry-after"]).timestamp()
         assert before + 119 <= when <= time.time() + 122
+        assert admin_items(client, "effects") == []
+        assert admin_items(client, "requests")[0]["status"] == 503
 
 
 def test_synthetic_500_after_effect_commits_the_effect(tmp_path: Path) -> None:
@@ -108,6 +110,8 @@ def test_delay_after_effect_holds_the_response_but_not_the_commit(tmp_path: Path
         started = time.monotonic()
         assert _post(client).status_code == 200
         assert time.monotonic() - started >= 0.6
+        assert len(admin_items(client, "effects")) == 1
+        assert admin_items(client, "requests")[0]["rule"] == "r1"
 
 
 def test_probability_trigger_is_reproducible_from_its_seed(tmp_path: Path) -> None:
@@ -115,7 +119,10 @@ def test_probability_trigger_is_reproducible_from_its_seed(tmp_path: Path) -> No
 
     def statuses(directory: Path) -> list[int]:
         with client_for(_with_rules(rule, sync={"fence": {"type": "none"}}), directory) as client:
-            return [_post(client).status_code for _ in range(12)]
+            codes = [_post(client).status_code for _ in range(12)]
+            assert len(admin_items(client, "effects")) == codes.count(200)
+            assert len(admin_items(client, "requests", outcome="fault")) == codes.count(503)
+            return codes
 
     first, second = statuses(tmp_path / "a"), statuses(tmp_path / "b")
     assert first == second
