@@ -261,7 +261,9 @@ def decode_body(body: bytes, content_type: str | None, content_encoding: str | N
         raise ProblemError(415, "unsupported_encoding", "Unsupported media type", "only gzip encoding")
     fmt, gzipped = _format_of(essence, None)
     data = body
-    if encoding == "gzip" or gzipped:
+    if encoding == "gzip":  # the transfer coding first, then a gzip media type inside it
+        data = gunzip_bounded(data, limits.max_decoded_bytes)
+    if gzipped:
         data = gunzip_bounded(data, limits.max_decoded_bytes)
     rows, fmt = rows_from_bytes(data, fmt, limits)
     return Submission(rows=rows, encoded=[encode_row(row) for row in rows], decoded_digest=bytes_digest(data),

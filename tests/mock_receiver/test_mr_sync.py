@@ -38,6 +38,8 @@ def test_every_body_format_applies_the_same_rows_and_summary(tmp_path: Path) -> 
         ({"content-type": "text/csv"}, csv_bytes(rows)),
         ({"content-type": "text/csv", "content-encoding": "gzip"}, gzip.compress(csv_bytes(rows))),
         ({"content-type": "application/gzip"}, gzip.compress(json.dumps(rows).encode())),
+        ({"content-type": "application/gzip", "content-encoding": "gzip"},
+         gzip.compress(gzip.compress(csv_bytes(rows)))),
     ]
     for index, (headers, body) in enumerate(bodies):
         with client_for(bundled("stripe-like"), tmp_path / str(index)) as client:
