@@ -54,6 +54,8 @@ class SyncFence(_Closed):
     """Keys older than this on the receiver clock are pruned; None keeps them forever."""
     mismatch_status: Literal[409, 422] = 422
     """Status of a same-key/different-request answer (idempotency_key: 422, fingerprint_ledger: 409)."""
+    replay: Literal["stored_response", "conflict_with_receipt"] = "stored_response"
+    """Same key + same request: replay the stored response, or answer 409 carrying the original receipt_id."""
 
 
 class RecordResults(StrEnum):

@@ -140,6 +140,14 @@ class _SyncRequest:
             record.status, record.outcome = 409, "duplicate"
             txn.record_request(record, now)
             return Response(status_code=409)
+        if stored["request_digest"] == digest and fence.replay == "conflict_with_receipt":
+            duplicate = ProblemError(409, "duplicate_submission", "Duplicate submission",
+                                     "this key and request were already applied",
+                                     extra={"receipt_id": stored["receipt_id"]})
+            record.status, record.outcome, record.problem = 409, "duplicate", duplicate.slug
+            record.receipt_id = stored["receipt_id"]
+            txn.record_request(record, now)
+            return duplicate.response()
         if stored["request_digest"] == digest:
             record.status, record.outcome, record.receipt_id = stored["status"], "replayed", stored["receipt_id"]
             txn.record_request(record, now)

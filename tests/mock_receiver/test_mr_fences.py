@@ -149,3 +149,19 @@ def test_bare_409_is_also_sent_when_nothing_was_applied(tmp_path: Path) -> None:
         assert [effect["scope_start"] for effect in effects] == [f"2026-04-0{day}" for day in range(1, 5)]
         fifth = admin_items(client, "requests")[4]
         assert (fifth["outcome"], fifth["rule"], fifth["effect_id"]) == ("fault", "spurious-409", None)
+
+
+def test_json_batches_answers_a_repeat_with_409_carrying_the_original_receipt(tmp_path: Path) -> None:
+    with client_for(bundled("json-batches"), tmp_path) as client:
+        first = _post(client)
+        assert first.status_code == 201
+        repeat = _post(client)
+        assert repeat.status_code == 409
+        assert repeat.json()["receipt_id"] == first.json()["receipt_id"]
+        assert repeat.json()["type"].endswith("duplicate_submission")
+        changed = _post(client, rows=OTHER_ROWS)
+        assert changed.status_code == 422 and "receipt_id" not in changed.json()
+        assert len(admin_items(client, "effects")) == 1
+        logged = admin_items(client, "requests", idempotency_key="key-1")
+        assert [(r["outcome"], r["receipt_id"]) for r in logged] == [
+            ("applied", first.json()["receipt_id"]), ("duplicate", first.json()["receipt_id"]), ("conflict", None)]
