@@ -137,7 +137,8 @@ def main() -> int:
     ok = True
     for result in results:
         # Every request carried its own Idempotency-Key: each must be logged and applied exactly once, and the
-        # receiver saw at least what locust counted (locust's totals omit requests it did not finish timing).
+        # receiver saw at least what locust counted (locust's CSV totals can miss the last second of a run,
+        # which is why the receiver-side rate over the ledger's own time span is printed beside it).
         ledger_ok = result.ledger_requests == result.ledger_effects >= result.requests
         ok = ok and ledger_ok and result.failures == 0
         print(f"{result.name:<14}{result.requests:>11}{result.failures:>6}{result.rps:>13.1f}{result.p50_ms:>8.0f}"
