@@ -105,7 +105,8 @@ def open_journal(target: Target, markers: FileMarkerStore) -> DeliveryJournalPor
         return open_postgres_journal(target.location, schema=target.schema, markers=markers, max_connections=2)
     if open_sqlite_journal is None:
         raise RuntimeError("the SQLite adapter (sink.journal.sqlite) is not available")
-    return open_sqlite_journal(Path(target.location), markers=markers)
+    # Eight processes share one file and one write lock: wait for it as long as a run may take.
+    return open_sqlite_journal(Path(target.location), markers=markers, busy_timeout_s=600.0)
 
 
 def _prepare_submits(journal: DeliveryJournalPort, markers: FileMarkerStore, key: str, count: int,
@@ -166,20 +167,30 @@ def _work(target: Target, marker_root: str, workload: str, index: int, size: int
         journal.close()
 
 
-def server_cpu_s(data_dir: Path | None) -> float | None:
-    """CPU seconds of the postmaster, its exited children and its live backends (Linux /proc)."""
+def server_ticks(data_dir: Path | None) -> dict[int, int] | None:
+    """CPU ticks of every live server process (postmaster children: backends, WAL writer,
+    checkpointer, ...), read from Linux /proc."""
     if data_dir is None:
         return None
     try:
         postmaster = int((data_dir / "postmaster.pid").read_text().split()[0])
-        tick = os.sysconf("SC_CLK_TCK")
-        total = _proc_ticks(postmaster, with_children=True)
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit() and f"\nPPid:\t{postmaster}\n" in _read(entry / "status"):
-                total += _proc_ticks(int(entry.name), with_children=False)
-        return total / tick
     except (OSError, ValueError):
         return None
+    ticks: dict[int, int] = {postmaster: _proc_ticks(postmaster)}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and f"\nPPid:\t{postmaster}\n" in _read(entry / "status"):
+            ticks[int(entry.name)] = _proc_ticks(int(entry.name))
+    return ticks
+
+
+def server_cpu_between(before: dict[int, int] | None, after: dict[int, int] | None) -> float | None:
+    """CPU seconds spent in the window by processes alive at both samples (the benchmark's backends
+    are: workers keep their connections until after the second sample). A process that started
+    or ended inside the window (e.g. an autovacuum worker) is left out, so this is a lower bound."""
+    if before is None or after is None:
+        return None
+    spent = sum(after[pid] - before[pid] for pid in before.keys() & after.keys())
+    return spent / os.sysconf("SC_CLK_TCK")
 
 
 def _read(path: Path) -> str:
@@ -189,13 +200,10 @@ def _read(path: Path) -> str:
         return ""
 
 
-def _proc_ticks(pid: int, *, with_children: bool) -> int:
+def _proc_ticks(pid: int) -> int:
     fields = _read(Path(f"/proc/{pid}/stat")).rsplit(")", 1)[-1].split()
-    if not fields:
-        return 0
-    # After the command: state(0) ... utime(11) stime(12) cutime(13) cstime(14).
-    ticks = int(fields[11]) + int(fields[12])
-    return ticks + (int(fields[13]) + int(fields[14]) if with_children else 0)
+    # After the command: state(0) ... utime(11) stime(12).
+    return int(fields[11]) + int(fields[12]) if len(fields) > 12 else 0
 
 
 @dataclass(frozen=True)
@@ -229,9 +237,9 @@ def measure(target: Target, marker_root: str, workload: str, workers: int, size:
         proc.start()
     try:
         start.wait(timeout=900)
-        server_before = server_cpu_s(target.data_dir)
+        server_before = server_ticks(target.data_dir)
         done.wait(timeout=900)
-        server_after = server_cpu_s(target.data_dir)
+        server_after = server_ticks(target.data_dir)
     except BrokenBarrierError:
         server_before = server_after = None
     rows = [results.get(timeout=120) for _ in procs]
@@ -240,7 +248,7 @@ def measure(target: Target, marker_root: str, workload: str, workers: int, size:
     failures = [r[4] for r in rows if isinstance(r[4], str)]
     if failures:
         raise RuntimeError(f"{len(failures)} benchmark worker(s) failed; first: {failures[0]}")
-    server = None if server_before is None or server_after is None else server_after - server_before
+    server = server_cpu_between(server_before, server_after)
     return Measure(sum(r[4] for r in rows), max(r[2] for r in rows) - min(r[1] for r in rows),
                    tuple(r[2] - r[1] for r in rows), sum(r[3] for r in rows), server)
 
@@ -310,7 +318,10 @@ def main(argv: list[str] | None = None) -> int:
         results = {"postgresql": run_target(pg, str(tmp / "markers-pg"), submits, children)}
         if not args.skip_sqlite and open_sqlite_journal is not None:
             lite = Target("sqlite", str(tmp / "journal.sqlite3"), "", None)
-            results["sqlite"] = run_target(lite, str(tmp / "markers-sqlite"), submits, children)
+            try:
+                results["sqlite"] = run_target(lite, str(tmp / "markers-sqlite"), submits, children)
+            except RuntimeError as exc:
+                print(f"bench_journal: SQLite run failed: {exc}", file=sys.stderr)
         _print_table(results, pg_note, quick=args.quick)
         return 0
     finally:
@@ -326,14 +337,14 @@ def _print_table(results: dict[str, dict[str, tuple[str, Measure]]], pg_note: st
     labels = list(results["postgresql"])
     width = max(len(label) for label in labels)
     kinds = list(results)
-    print(f"{'':<{width}}  " + "  ".join(f"{kind:<36}" for kind in kinds) + "  ratio pg/sqlite")
+    print(f"{'':<{width}}  " + "  ".join(f"{kind:<36}" for kind in kinds) + "  postgresql vs sqlite")
     for label in labels:
         cells = [results[kind][label][0] for kind in kinds]
         ratio = ""
         if len(kinds) == 2:
             pg, lite = results["postgresql"][label][1], results["sqlite"][label][1]
-            ratio = f"{pg.rate / lite.rate:.2f}x" if "submit" in label else \
-                f"{max(lite.per_worker_s) / max(pg.per_worker_s):.2f}x faster"
+            ratio = f"{pg.rate / lite.rate:.2f}x throughput" if "submit" in label else \
+                f"{max(lite.per_worker_s) / max(pg.per_worker_s):.2f}x speed"
         print(f"{label:<{width}}  " + "  ".join(f"{c:<36}" for c in cells) + f"  {ratio}")
     print("CPU per operation (what the 2 cores spend; the sum bounds the rate on this host):")
     for label in labels:

@@ -47,8 +47,8 @@ def bundled_migrations() -> tuple[Migration, ...]:
         if match:
             found.append(Migration(int(match.group(1)), entry.name, entry.read_text(encoding="utf-8")))
     found.sort(key=lambda m: m.version)
-    if [m.version for m in found] != list(range(1, len(found) + 1)):
-        raise JournalConfigurationError("bundled migrations are not numbered 1..n without gaps")
+    if not found or [m.version for m in found] != list(range(1, len(found) + 1)):
+        raise JournalConfigurationError("bundled migrations are missing or not numbered 1..n without gaps")
     return tuple(found)
 
 
