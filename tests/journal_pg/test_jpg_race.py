@@ -158,3 +158,16 @@ def _shift(hours: int) -> str:
     base = datetime.strptime(day(1), "%Y-%m-%dT%H:%M:%SZ")
     return (base + timedelta(hours=hours)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
+
+
+def test_jpg_eight_parents_race_for_one_child_key_exactly_one_admits(race: Race) -> None:
+    # Different parents and different domains (no common lock row): the unique key decides.
+    for index in _bounded_rounds():
+        shared_key = f"race-shared-child-{index}"
+        payloads = [admission(f"race-key-{index}-{w}", [child(0, day(1), day(2), key=shared_key,
+                                                               domain=f"key-domain-{index}-{w}")])
+                    for w in range(WORKERS)]
+        outcomes = race.round("admit", payloads)
+        assert Counter(outcomes) == {"created": 1, ErrorCode.INTENT_CONFLICT.value: WORKERS - 1}, outcomes
+        assert race.scalar("SELECT count(*) FROM parents WHERE parent_delivery_key LIKE %s",
+                           f"race-key-{index}-%") == 1

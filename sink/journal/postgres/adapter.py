@@ -18,6 +18,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 
+from psycopg.errors import UniqueViolation
+
+from sink.contracts.errors import DeliveryError, ErrorCode
 from sink.contracts.state import AcknowledgementState
 from sink.journal.frontier import plan_promotion
 from sink.journal.markers import StoredMarker, UnreadableMarker, namespace_key
@@ -131,12 +134,19 @@ class PostgresJournal(PostgresJournalBase):
 
     # ----- admission ---------------------------------------------------------------------------
     def admit_parent(self, request: ParentAdmission) -> AdmittedParent:
-        with self._db.write(f"admit_parent:{request.parent_id}", critical=True) as cur:
-            gate = self._gate(cur)
-            admitted = admission.admit(cur, request, journal_epoch=gate.journal_epoch,
-                                       initial=to_axes(self._contract.initial), fault=self._fault)
-            if admitted.created:
-                self._fault("admit.before_commit")
+        try:
+            with self._db.write(f"admit_parent:{request.parent_id}", critical=True) as cur:
+                gate = self._gate(cur)
+                admitted = admission.admit(cur, request, journal_epoch=gate.journal_epoch,
+                                           initial=to_axes(self._contract.initial), fault=self._fault)
+                if admitted.created:
+                    self._fault("admit.before_commit")
+        except UniqueViolation:
+            # Another parent admitted one of these child keys concurrently (in another domain, so
+            # no shared lock row ordered the two): the unique key decides, nothing of ours is kept.
+            raise DeliveryError(ErrorCode.INTENT_CONFLICT,
+                                f"a child delivery key of parent {request.parent_id} was admitted concurrently "
+                                "under another parent") from None
         return admitted
 
     # ----- transitions -------------------------------------------------------------------------
