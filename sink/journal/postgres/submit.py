@@ -2,14 +2,14 @@
 
 Runs inside one transaction opened by the adapter (through the zero-RPO guard when configured):
 
-1. one statement: gate row FOR SHARE + the operation's effect-domain lock row FOR UPDATE;
-2. one statement: the operation row FOR UPDATE + whether the caller holds its mutation lease
-   on the server clock;
-3. pure checks (revision, contract transition, lease, ordinal) and the MAY_ATTEMPT marker read;
-4. two statements: overlapping operations and applied-generation pieces (GiST, ``&&``), decided
+1. one statement: gate row FOR SHARE, the operation's effect-domain lock row and the operation
+   row FOR UPDATE (locking clauses apply in the order written: gate, domain, operation), and
+   whether the caller holds the mutation lease on the server clock;
+2. pure checks (revision, contract transition, lease, ordinal) and the MAY_ATTEMPT marker read;
+3. two statements: overlapping operations and applied-generation pieces (GiST, ``&&``), decided
    by the shared fence policy;
-5. one statement: append the attempt and claim a free capacity slot (SKIP LOCKED);
-6. one statement: revision CAS to SUBMITTING + transition log.
+4. one statement: append the attempt and claim a free capacity slot (SKIP LOCKED);
+5. one statement: revision CAS to SUBMITTING + transition log.
 Any refusal raises before COMMIT, so nothing of it is written.
 """
 
@@ -35,19 +35,17 @@ ATTEMPT_COLUMNS = (
     "capacity_scope, created_at, capacity_released"
 )
 
-_GATE_AND_DOMAIN_LOCK = """
-SELECT j.mutation_gate, j.journal_epoch, d.effect_conflict_domain
-FROM journal_epoch j
-JOIN rest_delivery_effect_domain_lock d
-  ON d.effect_conflict_domain = (SELECT o.effect_conflict_domain FROM operations o WHERE o.operation_id = %s)
-FOR SHARE OF j FOR UPDATE OF d
-"""
+_QUALIFIED_OPERATION_COLUMNS = ", ".join(f"o.{name.strip()}" for name in OPERATION_COLUMNS.split(","))
 
-_OPERATION_AND_LEASE = f"""
-SELECT {OPERATION_COLUMNS},
-       EXISTS (SELECT 1 FROM leases l WHERE l.lease_kind = 'mutation' AND l.subject_id = o.operation_id
-               AND l.owner = %s AND l.expires_at > now()) AS lease_held
-FROM operations o WHERE o.operation_id = %s FOR UPDATE OF o
+# Gate row (shared), the operation's effect-domain lock row and the operation row, locked in that
+# canonical order (locking clauses are applied in the order written), plus the caller's lease.
+_LOCK_GATE_DOMAIN_OPERATION = f"""
+SELECT j.mutation_gate, j.journal_epoch, {_QUALIFIED_OPERATION_COLUMNS},
+       coalesce((SELECT true FROM leases l WHERE l.lease_kind = 'mutation' AND l.subject_id = %(op)s
+                 AND l.owner = %(owner)s AND l.expires_at > now()), false) AS lease_held
+FROM journal_epoch j, rest_delivery_effect_domain_lock d, operations o
+WHERE o.operation_id = %(op)s AND d.effect_conflict_domain = o.effect_conflict_domain
+FOR SHARE OF j FOR UPDATE OF d, o
 """
 
 # The attempt row and its slot in one statement; no free slot leaves `slot_no` NULL and the
@@ -84,20 +82,20 @@ def attempt_of(row: Row) -> Attempt:
     )
 
 
-def _gate_and_domain(cur: Cursor, operation_id: str) -> int:
-    """Lock the gate (shared) and the operation's domain row; return the journal epoch."""
-    cur.execute(_GATE_AND_DOMAIN_LOCK, (operation_id,))
+def _lock(cur: Cursor, request: SubmitRequest) -> tuple[int, Row]:
+    """Lock gate, domain and operation; return the journal epoch and the locked row."""
+    cur.execute(_LOCK_GATE_DOMAIN_OPERATION, {"owner": request.lease_owner, "op": request.operation_id})
     row = cur.fetchone()
     if row is None:
         cur.execute("SELECT mutation_gate, journal_epoch FROM journal_epoch")
         row = cur.fetchone()
         assert row is not None
         if row["mutation_gate"] == "OPEN":
-            raise TransitionRejected(RejectionReason.UNKNOWN_OPERATION, f"no operation {operation_id}")
+            raise TransitionRejected(RejectionReason.UNKNOWN_OPERATION, f"no operation {request.operation_id}")
     if row["mutation_gate"] != "OPEN":
         raise DeliveryError(ErrorCode.JOURNAL_EPOCH_BLOCKED,
                             f"mutation gate is BLOCKED at journal epoch {row['journal_epoch']}")
-    return int(row["journal_epoch"])
+    return int(row["journal_epoch"]), row
 
 
 def check_marker(markers: MarkerStore, row: OperationRow, request: SubmitRequest, epoch: int) -> None:
@@ -121,11 +119,7 @@ def check_marker(markers: MarkerStore, row: OperationRow, request: SubmitRequest
 
 def critical_submit(cur: Cursor, request: SubmitRequest, *, contract: DesignContract, markers: MarkerStore,
                     cas_axes: CasAxes, fault: Callable[[str], None]) -> SubmitGrant:
-    epoch = _gate_and_domain(cur, request.operation_id)
-    cur.execute(_OPERATION_AND_LEASE, (request.lease_owner, request.operation_id))
-    locked = cur.fetchone()
-    if locked is None:  # pragma: no cover - the domain join above found it in this transaction
-        raise TransitionRejected(RejectionReason.UNKNOWN_OPERATION, f"no operation {request.operation_id}")
+    epoch, locked = _lock(cur, request)
     row = operation_of(locked)
     check_revision(row.operation_id, row.revision, request.expected_revision)
     chosen = resolve_submit(contract, row.axes, request.transition_id)
