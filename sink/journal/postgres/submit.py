@@ -10,6 +10,9 @@ Runs inside one transaction opened by the adapter (through the zero-RPO guard wh
    by the shared fence policy;
 4. one statement: append the attempt and claim a free capacity slot (SKIP LOCKED);
 5. one statement: revision CAS to SUBMITTING + transition log.
+The fence reads are separate statements on purpose: under READ COMMITTED a statement that waits
+for a row lock keeps its start snapshot for everything but the locked rows, so overlap data read
+by the locking statement itself could miss a competitor that committed while we waited.
 Any refusal raises before COMMIT, so nothing of it is written.
 """
 
