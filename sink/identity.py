@@ -1,13 +1,8 @@
 """Canonical identity algebra of the reference sink (seed: "Canonical identity and conflict policy").
 
-Every digest is SHA-256 over a versioned, typed, length-delimited encoding of named fields:
-
-* each value carries a one-byte type tag, and strings, bytes, integers, lists and mappings carry
-  their length, so ``("ab", "c")`` and ``("a", "bc")`` encode differently;
-* mappings are encoded with their keys sorted, so dict order never matters;
-* each digest is domain-separated by an encoding version and a purpose label, so two digests of
-  different kinds can never be equal by construction of their inputs;
-* floats are refused: their text form is not canonical across producers.
+Every digest is SHA-256 over the versioned, typed, length-delimited encoding of named fields in
+``sink.canonical``, domain-separated by a purpose label, so two digests of different kinds can
+never be equal by construction of their inputs.
 
 Display strings (names, descriptions, labels) are never passed in; callers hand over semantic
 fields only. Secrets are never inputs: a rotated credential leaves every identity unchanged, while
@@ -17,23 +12,47 @@ This module is pure: no I/O, no clock, no randomness, no dependence on ``PYTHONH
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Union
 from urllib.parse import urlsplit
 
-IDENTITY_ENCODING_VERSION = "restproof.identity.v1"
-DIGEST_PREFIX = "sha256:"
+from sink.canonical import (
+    DIGEST_PREFIX,
+    IDENTITY_ENCODING_VERSION,
+    CanonicalValue,
+    canonical_encode,
+    hash_fields,
+    is_digest,
+    require_digest,
+)
 
-CanonicalValue = Union[  # noqa: UP007 - a recursive alias needs the string forward references
-    None, bool, int, str, bytes, Sequence["CanonicalValue"], Mapping[str, "CanonicalValue"]
+__all__ = [
+    "DIGEST_PREFIX",
+    "IDENTITY_ENCODING_VERSION",
+    "NON_SEMANTIC_HEADERS",
+    "CanonicalValue",
+    "Generation",
+    "canonical_encode",
+    "canonical_origin",
+    "delivery_key",
+    "effect_conflict_domain",
+    "execution_policy_digest",
+    "hash_fields",
+    "is_digest",
+    "mutation_intent_digest",
+    "operation_namespace",
+    "operation_semantics_digest",
+    "parent_plan_digest",
+    "profile_contract_digest",
+    "receiver_binding_semantics_digest",
+    "receiver_mutation_key",
+    "rendered_request_semantics_digest",
+    "require_digest",
+    "semantic_headers",
 ]
 
-_LENGTH_BYTES = 8
-_MAX_DEPTH = 64
 
 # Header names that are ephemeral, transport-generated or secret: they never take part in the
 # rendered-request identity (seed: "Semantic headers exclude ephemeral authorization, tracing,
@@ -70,70 +89,6 @@ NON_SEMANTIC_HEADERS = frozenset(
 
 _GENERATION_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
 _DEFAULT_PORTS = {"https": 443, "http": 80}
-
-
-def _length(n: int) -> bytes:
-    return n.to_bytes(_LENGTH_BYTES, "big")
-
-
-def _encode(value: CanonicalValue, out: bytearray, depth: int) -> None:
-    if depth > _MAX_DEPTH:
-        raise ValueError("canonical value nested too deeply")
-    # bool before int: bool is a subclass of int and must stay a distinct type.
-    if value is None:
-        out += b"N"
-    elif isinstance(value, bool):
-        out += b"T" if value else b"F"
-    elif isinstance(value, int):
-        text = str(value).encode("ascii")
-        out += b"I" + _length(len(text)) + text
-    elif isinstance(value, str):
-        data = value.encode("utf-8")  # lone surrogates raise: they have no canonical bytes
-        out += b"S" + _length(len(data)) + data
-    elif isinstance(value, bytes | bytearray | memoryview):
-        data = bytes(value)
-        out += b"Y" + _length(len(data)) + data
-    elif isinstance(value, float):
-        raise TypeError("floats are not canonical identity inputs; use int or str")
-    elif isinstance(value, Mapping):
-        keys = list(value.keys())
-        if not all(isinstance(key, str) for key in keys):
-            raise TypeError("canonical mapping keys must be str")
-        out += b"M" + _length(len(keys))
-        for key in sorted(keys):
-            _encode(key, out, depth + 1)
-            _encode(value[key], out, depth + 1)
-    elif isinstance(value, Sequence):
-        out += b"L" + _length(len(value))
-        for item in value:
-            _encode(item, out, depth + 1)
-    else:
-        raise TypeError(f"unsupported canonical value type: {type(value).__name__}")
-
-
-def canonical_encode(value: CanonicalValue) -> bytes:
-    """The typed, length-delimited canonical bytes of ``value`` (without version or purpose)."""
-    out = bytearray()
-    _encode(value, out, 0)
-    return bytes(out)
-
-
-def hash_fields(purpose: str, fields: Mapping[str, CanonicalValue]) -> str:
-    """Domain-separated digest of named fields: ``sha256:<hex>``."""
-    if not purpose:
-        raise ValueError("a digest purpose label is required")
-    encoded = canonical_encode([IDENTITY_ENCODING_VERSION, purpose, fields])
-    return DIGEST_PREFIX + hashlib.sha256(encoded).hexdigest()
-
-
-def is_digest(value: str) -> bool:
-    return re.fullmatch(r"sha256:[0-9a-f]{64}", value) is not None
-
-
-def _require_digest(name: str, value: str) -> str:
-    if not is_digest(value):
-        raise ValueError(f"{name} must be a sha256:<64 hex> digest")
-    return value
 
 
 @dataclass(frozen=True, order=True, slots=True)
@@ -234,8 +189,8 @@ def receiver_mutation_key(*, operation_namespace: str, delivery_key: str) -> str
     return hash_fields(
         "receiver_mutation_key",
         {
-            "operation_namespace": _require_digest("operation_namespace", operation_namespace),
-            "delivery_key": _require_digest("delivery_key", delivery_key),
+            "operation_namespace": require_digest("operation_namespace", operation_namespace),
+            "delivery_key": require_digest("delivery_key", delivery_key),
         },
     )
 
@@ -312,7 +267,7 @@ def rendered_request_semantics_digest(
             "deterministic_filename": deterministic_filename,
             "content_disposition_and_type": content_disposition_and_type,
             "multipart_boundary": multipart_boundary,
-            "sealed_payload_digest": _require_digest("sealed_payload_digest", sealed_payload_digest),
+            "sealed_payload_digest": require_digest("sealed_payload_digest", sealed_payload_digest),
         },
     )
 
@@ -332,13 +287,13 @@ def mutation_intent_digest(
     return hash_fields(
         "mutation_intent",
         {
-            "receiver_binding_semantics_digest": _require_digest(
+            "receiver_binding_semantics_digest": require_digest(
                 "receiver_binding_semantics_digest", receiver_binding_semantics_digest
             ),
-            "operation_semantics_digest": _require_digest(
+            "operation_semantics_digest": require_digest(
                 "operation_semantics_digest", operation_semantics_digest
             ),
-            "rendered_request_semantics_digest": _require_digest(
+            "rendered_request_semantics_digest": require_digest(
                 "rendered_request_semantics_digest", rendered_request_semantics_digest
             ),
         },
@@ -375,10 +330,10 @@ def profile_contract_digest(
     return hash_fields(
         "profile_contract",
         {
-            "operation_semantics_digest": _require_digest(
+            "operation_semantics_digest": require_digest(
                 "operation_semantics_digest", operation_semantics_digest
             ),
-            "execution_policy_digest": _require_digest("execution_policy_digest", execution_policy_digest),
+            "execution_policy_digest": require_digest("execution_policy_digest", execution_policy_digest),
             "profile_schema_id": profile_schema_id,
             "profile_version": profile_version,
         },
@@ -419,9 +374,9 @@ def parent_plan_digest(
     return hash_fields(
         "parent_plan",
         {
-            "frozen_parent_digest": _require_digest("frozen_parent_digest", frozen_parent_digest),
-            "compiled_plan_digest": _require_digest("compiled_plan_digest", compiled_plan_digest),
-            "profile_contract_digest": _require_digest("profile_contract_digest", profile_contract_digest),
+            "frozen_parent_digest": require_digest("frozen_parent_digest", frozen_parent_digest),
+            "compiled_plan_digest": require_digest("compiled_plan_digest", compiled_plan_digest),
+            "profile_contract_digest": require_digest("profile_contract_digest", profile_contract_digest),
             "planner_algorithm_version": planner_algorithm_version,
             "ordered_child_descriptors": list(ordered_child_descriptors),
             "complete_coverage_proof": complete_coverage_proof,
