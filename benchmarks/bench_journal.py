@@ -150,14 +150,16 @@ def _work(target: Target, marker_root: str, workload: str, index: int, size: int
             # Disjoint scopes per worker: a shared domain then contends on its lock row only.
             requests = _prepare_submits(journal, markers, f"sub-{run}-{index}", size, domain, f"w{index}",
                                         first_hour=index * size)
-            start.wait(timeout=600)
+            start.wait(timeout=600)  # prepared
+            start.wait(timeout=600)  # go (after the server CPU sample)
             began, cpu = time.monotonic(), time.process_time()
             for request in requests:
                 journal.reserve_and_mark_submitting(request)
             ops = len(requests)
         else:
             parent = build_parent(f"adm-{run}-{index}", size, domain)
-            start.wait(timeout=600)
+            start.wait(timeout=600)  # prepared
+            start.wait(timeout=600)  # go (after the server CPU sample)
             began, cpu = time.monotonic(), time.process_time()
             ops = len(journal.admit_parent(parent).children)
         ended, cpu = time.monotonic(), time.process_time() - cpu
@@ -236,8 +238,9 @@ def measure(target: Target, marker_root: str, workload: str, workers: int, size:
     for proc in procs:
         proc.start()
     try:
-        start.wait(timeout=900)
+        start.wait(timeout=900)  # every worker has prepared; none may start before the sample
         server_before = server_ticks(target.data_dir)
+        start.wait(timeout=900)
         done.wait(timeout=900)
         server_after = server_ticks(target.data_dir)
     except BrokenBarrierError:
