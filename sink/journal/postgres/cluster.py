@@ -107,7 +107,17 @@ class Cluster:
         if _running_as_root():
             uid, gid = _server_ids()
         cmd = [str(self.bin_dir / tool), *args]
-        proc = subprocess.run(
+        try:
+            proc = self._run(cmd, timeout, uid, gid)
+        except subprocess.TimeoutExpired as exc:
+            raise ClusterUnavailable(f"{tool} did not finish within {timeout} s") from exc
+        if proc.returncode != 0:
+            raise ClusterUnavailable(f"{tool} failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
+        return proc.stdout
+
+    def _run(self, cmd: list[str], timeout: float, uid: int | None,
+             gid: int | None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
             cmd,
             capture_output=True,
             text=True,
@@ -118,9 +128,6 @@ class Cluster:
             user=uid,
             group=gid,
         )
-        if proc.returncode != 0:
-            raise ClusterUnavailable(f"{tool} failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
-        return proc.stdout
 
     def configure(self, settings: Mapping[str, str | int]) -> None:
         """Append settings to postgresql.conf (later lines win over earlier ones)."""
