@@ -24,6 +24,7 @@ from mock_receiver.engine import (
 from mock_receiver.faults import Decision
 from mock_receiver.intake import (
     Receiver,
+    decide_with_delays,
     is_fence_key,
     key_from_filename,
     read_body_bounded,
@@ -184,14 +185,10 @@ async def submit_job(request: Request) -> Response:
         return await record_rejection(receiver, record, problem)
     decision = receiver.faults.decide(behaviour, Endpoint.ASYNC_SUBMIT, "POST", config.resource)
     record.rule = decision.rule_names
-    if decision.delay is not None and not decision.delay.after_effect:
-        await asyncio.sleep(decision.delay.seconds)
-    response = await receiver.ledger.run(
+    return await decide_with_delays(
+        receiver, decision,
         lambda txn: _decide(txn, receiver, record, decision, config=config, submission=submission, scope=scope,
                             key=key))
-    if decision.delay is not None and decision.delay.after_effect:
-        await asyncio.sleep(decision.delay.seconds)
-    return response
 
 
 async def get_job(request: Request) -> Response:

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from starlette.requests import Request
 from starlette.responses import Response
 
 from mock_receiver.behaviour import Behaviour
-from mock_receiver.faults import FaultBook
-from mock_receiver.ledger import Ledger, RequestRecord
+from mock_receiver.faults import Decision, FaultBook
+from mock_receiver.ledger import Ledger, RequestRecord, Txn
 from mock_receiver.problems import ProblemError
 
 _FENCE_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:~-]{0,199}$")
@@ -33,6 +35,18 @@ class Receiver:
 def receiver_of(request: Request) -> Receiver:
     receiver: Receiver = request.app.state.receiver
     return receiver
+
+
+async def decide_with_delays(receiver: Receiver, decision: Decision, decide: Callable[[Txn], Response]) -> Response:
+    """Run the mutation decision in one ledger transaction, with the rule's delay before it (slow
+    intake) or after it (committed, but the answer is late: a client read timeout then loses a
+    real acknowledgement)."""
+    if decision.delay is not None and not decision.delay.after_effect:
+        await asyncio.sleep(decision.delay.seconds)
+    response = await receiver.ledger.run(decide)
+    if decision.delay is not None and decision.delay.after_effect:
+        await asyncio.sleep(decision.delay.seconds)
+    return response
 
 
 async def read_body_bounded(request: Request, limit: int, record: RequestRecord) -> bytes:

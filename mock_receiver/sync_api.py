@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sqlite3
 
@@ -25,6 +24,7 @@ from mock_receiver.faults import Decision, retry_after_value
 from mock_receiver.intake import (
     Receiver,
     check_fence_key,
+    decide_with_delays,
     is_fence_key,
     read_body_bounded,
     receiver_of,
@@ -208,12 +208,7 @@ async def submit_batch(request: Request) -> Response:
         return await record_rejection(receiver, record, problem)
     decision = receiver.faults.decide(intake.behaviour, Endpoint.SYNC_SUBMIT, request.method, intake.resource)
     record.rule = decision.rule_names
-    if decision.delay is not None and not decision.delay.after_effect:
-        await asyncio.sleep(decision.delay.seconds)
-    response = await receiver.ledger.run(lambda txn: intake.decide(txn, decision))
-    if decision.delay is not None and decision.delay.after_effect:
-        await asyncio.sleep(decision.delay.seconds)
-    return response
+    return await decide_with_delays(receiver, decision, lambda txn: intake.decide(txn, decision))
 
 
 async def resource_summary(request: Request) -> Response:
