@@ -20,6 +20,7 @@ import hashlib
 import multiprocessing as mp
 import os
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -305,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pg-setting", type=_parse_setting, action="append", default=[], metavar="KEY=VALUE",
                         help="extra setting of the throwaway cluster (reported in the output)")
     args = parser.parse_args(argv)
+    # SIGTERM (e.g. a CI timeout) unwinds through `finally`, so the throwaway cluster is stopped.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     submits = args.submits if args.submits is not None else (160 if args.quick else 1600)
     if not 8 <= submits <= 100_000:
         parser.error("--submits must be between 8 and 100000")
