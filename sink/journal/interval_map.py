@@ -9,7 +9,7 @@ Pure functions over half-open [start, end) ranges; both adapters store the resul
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from sink.journal.records import GenerationKey, ScopeRange
 
@@ -51,6 +51,12 @@ def highest_overlapping(intervals: Sequence[Interval], scope: ScopeRange) -> Gen
     """Highest applied generation anywhere inside ``scope``, or None when nothing was applied there."""
     found = [gen for existing, gen in intervals if existing.overlaps(scope)]
     return max(found) if found else None
+
+
+def bounding_scope(scopes: Iterable[ScopeRange]) -> ScopeRange:
+    """The smallest half-open range covering every scope (one overlap query for many children)."""
+    listed = list(scopes)
+    return ScopeRange(min(s.start for s in listed), max(s.end for s in listed))
 
 
 def is_normalised(intervals: Sequence[Interval]) -> bool:

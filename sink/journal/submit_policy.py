@@ -5,7 +5,11 @@ Seed ("Replacement generation and overlap fence"), with half-open scopes:
 * incremental_append over an overlapping scope already FULLY_APPLIED by an append -> APPEND_SCOPE_ALREADY_APPLIED;
 * a lower-or-equal overlapping generation of another operation still in flight (SUBMITTING,
   accepted/running with UNDETERMINED effect, UNKNOWN, PARTIALLY_APPLIED) -> OVERLAPPING_EFFECT_IN_FLIGHT.
-The adapter calls this while holding the effect-domain lock, with every operation of the domain.
+The adapter calls this while holding the effect-domain lock, with the operations of the domain
+whose scope overlaps the candidate's (selected by the database: PostgreSQL ``&&``, SQLite
+``scope_start < end AND scope_end > start``) and the overlapping interval-map pieces. Passing
+more rows is harmless: every check here filters by overlap itself, so the decision never depends
+on how precisely an adapter pre-selected its candidates.
 """
 
 from __future__ import annotations

@@ -97,3 +97,24 @@ def test_retention_drops_verbose_rows_but_keeps_tombstones_and_map(journal_env: 
     assert tombstone.mutation_intent_digest == final.descriptor.mutation_intent_digest
     assert len(env.journal.effect_intervals("domain-a")) == 1
     assert len(env.journal.list_attempts(op.operation_id)) == 1
+
+
+def test_raising_the_map_merges_and_splits_only_through_touching_pieces(journal_env: JournalEnv) -> None:
+    """Only pieces overlapping or touching the scope are rewritten; neighbours still merge."""
+    env = journal_env
+    env.journal.configure_capacity(CAPACITY, 8)
+
+    def apply(key: str, first: int, last: int, generation: GenerationKey) -> list[tuple[ScopeRange, GenerationKey]]:
+        admitted = env.journal.admit_parent(
+            admission(key, [child(0, day(first), day(last), key=f"{key}.c0", generation=generation)]))
+        apply_fully(env.journal, env.markers, admitted.children[0])
+        return [(i.scope, i.highest_applied_generation) for i in env.journal.effect_intervals("domain-a")]
+
+    assert apply("a", 1, 8, GEN[1]) == [(ScopeRange(day(1), day(8)), GEN[1])]
+    assert apply("b", 8, 15, GEN[1]) == [(ScopeRange(day(1), day(15)), GEN[1])]  # touching, same generation
+    assert apply("c", 20, 22, GEN[1]) == [(ScopeRange(day(1), day(15)), GEN[1]), (ScopeRange(day(20), day(22)), GEN[1])]
+    assert apply("d", 15, 20, GEN[1]) == [(ScopeRange(day(1), day(22)), GEN[1])]  # bridges both neighbours
+    assert apply("e", 5, 10, GEN[2]) == [
+        (ScopeRange(day(1), day(5)), GEN[1]), (ScopeRange(day(5), day(10)), GEN[2]),
+        (ScopeRange(day(10), day(22)), GEN[1]),
+    ]

@@ -121,4 +121,5 @@ def test_port_frontier_over_every_completion_order(journal_env: JournalEnv) -> N
             o.descriptor.frontier_order for o in env.journal.load_parent(parent_id).children
             if o.axes.checkpoint_state is CheckpointState.PROMOTED
         }
-        assert promoted == set(range(_naive_frontier(done) + 1 if _naive_frontier(done) is not None else 0))
+        expected_frontier = _naive_frontier(done)
+        assert promoted == set(range(expected_frontier + 1 if expected_frontier is not None else 0))

@@ -11,7 +11,7 @@ import pytest
 from sink.journal.markers import FileMarkerStore
 from sink.journal.port import DeliveryJournalPort, JournalConfigurationError
 from sink.journal.sqlite.adapter import open_sqlite_journal
-from sink.journal.sqlite.migrations import LATEST_VERSION
+from sink.journal.sqlite.migrations import LATEST_VERSION, MIGRATIONS
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -49,3 +49,28 @@ def test_naive_clock_is_refused(tmp_path: Path) -> None:
         open_sqlite_journal(tmp_path / "j.db", markers=FileMarkerStore(tmp_path / "m"),
                             clock=lambda: datetime(2026, 9, 1))
     assert not (tmp_path / "j.db").exists()
+
+
+def test_version_1_file_is_migrated_forward_keeping_its_rows(tmp_path: Path) -> None:
+    path = tmp_path / "j.db"
+    with sqlite3.connect(path) as conn:  # a journal file written by the first schema version
+        conn.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)")
+        for statement in (s.strip() for s in MIGRATIONS[0][1].split(";")):
+            if statement:
+                conn.execute(statement)
+        conn.execute("INSERT INTO schema_version VALUES (1, 'earlier')")
+        conn.execute("INSERT INTO capacity_scopes VALUES ('receiver-jobs', 3)")
+    conn.close()
+    journal = open_sqlite_journal(path, markers=FileMarkerStore(tmp_path / "m"))
+    try:
+        assert journal.schema_version() == LATEST_VERSION >= 2
+        assert journal.capacity_status("receiver-jobs").slots == 3
+    finally:
+        journal.close()
+    with sqlite3.connect(path) as conn:
+        indexes = {row[1] for row in conn.execute("SELECT * FROM sqlite_master WHERE type = 'index'")}
+        applied = conn.execute("SELECT version, applied_at FROM schema_version ORDER BY version").fetchall()
+    conn.close()
+    assert "operations_by_domain" not in indexes
+    assert {"operations_by_domain_scope", "capacity_reservations_by_scope"} <= indexes
+    assert applied[0] == (1, "earlier") and [v for v, _ in applied] == list(range(1, LATEST_VERSION + 1))

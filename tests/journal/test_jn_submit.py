@@ -13,6 +13,7 @@ from jn_builders import (
     child,
     day,
     digest,
+    instant,
     publish_marker,
     seal,
     step,
@@ -104,6 +105,31 @@ def test_overlapping_lower_generation_in_flight_blocks_the_higher(journal_env: J
     second_actor = Actor(ActorKind.OPERATOR, "oncall", reconciliation_id="r-2")
     step(env.journal, opened, "reconciled_no_effect", actor=second_actor)
     assert submit(env.journal, env.markers, high).operation.axes.execution_state is ExecutionState.SUBMITTING
+
+
+def test_fence_overlap_is_half_open_and_per_domain(journal_env: JournalEnv) -> None:
+    """Touching scopes and other domains never block; a one-hour overlap does."""
+    env = journal_env
+    env.journal.configure_capacity(CAPACITY, 8)
+    low = _sealed(env, "low", generation=GEN1)[0]  # [day 1, day 8)
+    submit(env.journal, env.markers, low)  # in flight from here on
+    touching, other_domain, overlapping = (
+        seal(env.journal, env.journal.admit_parent(admission(f"high-{i}", [c])).children[0])
+        for i, c in enumerate([
+            child(0, day(8), day(15), key="high.touching", generation=GEN2),
+            child(0, day(1), day(8), key="high.other-domain", generation=GEN2, domain="domain-b"),
+            # [day 8 - 1 h, day 8): overlaps `low` by one hour, only touches `touching`.
+            child(0, instant(24 * 7 - 1), day(8), key="high.overlap", generation=GEN2),
+        ])
+    )
+    assert submit(env.journal, env.markers, touching).operation.axes.execution_state is ExecutionState.SUBMITTING
+    assert submit(env.journal, env.markers, other_domain).operation.axes.execution_state is ExecutionState.SUBMITTING
+    held = env.journal.capacity_status(CAPACITY).held_by_attempts
+    with pytest.raises(DeliveryError) as caught:
+        submit(env.journal, env.markers, overlapping)
+    assert caught.value.code is ErrorCode.OVERLAPPING_EFFECT_IN_FLIGHT
+    assert low.operation_id in str(caught.value)
+    _assert_untouched(env, overlapping, held)
 
 
 def test_append_over_an_applied_append_scope_is_refused(journal_env: JournalEnv) -> None:

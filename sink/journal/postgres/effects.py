@@ -13,9 +13,9 @@ decision itself is the shared policy (sink.journal.submit_policy) so both adapte
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
-from sink.journal.interval_map import Interval, apply_generation
+from sink.journal.interval_map import Interval, apply_generation, bounding_scope
 from sink.journal.postgres.connection import Cursor
 from sink.journal.postgres.rows import (
     OPERATION_COLUMNS,
@@ -47,11 +47,6 @@ def overlapping_intervals(cur: Cursor, domain: str, scope: ScopeRange) -> list[I
         (domain, scope_to_range(scope)),
     )
     return [(range_to_scope(r["scope_range"]), generation_of(r)) for r in cur.fetchall()]
-
-
-def bounding_scope(scopes: Iterable[ScopeRange]) -> ScopeRange:
-    listed = list(scopes)
-    return ScopeRange(min(s.start for s in listed), max(s.end for s in listed))
 
 
 def check_admission_not_stale(cur: Cursor, candidates: Sequence[tuple[str, ChildDescriptor]]) -> None:

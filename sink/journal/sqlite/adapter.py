@@ -16,7 +16,7 @@ from typing import Any
 from sink.contracts.errors import DeliveryError, ErrorCode
 from sink.contracts.state import AcknowledgementState
 from sink.journal.frontier import plan_promotion
-from sink.journal.interval_map import apply_generation
+from sink.journal.interval_map import apply_generation, bounding_scope
 from sink.journal.marker_policy import check_marker_binds
 from sink.journal.markers import MarkerStore
 from sink.journal.port import JournalRejection, RejectionReason, TransitionRejected
@@ -24,6 +24,7 @@ from sink.journal.records import (
     AdmittedParent,
     Attempt,
     AxesState,
+    ChildDescriptor,
     FrontierResult,
     LeaseKind,
     Observation,
@@ -119,10 +120,7 @@ class SqliteJournal(SqliteInspection):
                         ErrorCode.INTENT_CONFLICT,
                         f"delivery key of child {child.ordinal} is already admitted under another parent",
                     )
-                check_not_stale(
-                    child_id, child, self._domain_operations(conn, child.effect_conflict_domain),
-                    self._intervals(conn, child.effect_conflict_domain),
-                )
+            self._check_admission_not_stale(conn, admission)
             conn.execute(
                 "INSERT INTO parents (parent_id, operation_namespace, parent_delivery_key, parent_plan_digest, "
                 "plan_ref, profile_contract_digest, child_count, admitted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -142,6 +140,24 @@ class SqliteJournal(SqliteInspection):
             admitted = self._admitted(conn, parent_id, created=True)
             assert admitted is not None
             return admitted
+
+    def _check_admission_not_stale(self, conn: sqlite3.Connection, admission: ParentAdmission) -> None:
+        """STALE_GENERATION at admission: one overlap query per domain over the children's
+        bounding scope (as the PostgreSQL adapter does), then the shared policy per child."""
+        by_domain: dict[str, list[ChildDescriptor]] = {}
+        for child in admission.children:
+            by_domain.setdefault(child.effect_conflict_domain, []).append(child)
+        for domain in sorted(by_domain):
+            members = by_domain[domain]
+            bound = bounding_scope(c.scope for c in members)
+            others = self._overlapping_operations(conn, domain, bound)
+            pieces = self._intervals_near(conn, domain, bound, touching=False)
+            if not others and not pieces:
+                continue
+            for child in members:
+                check_not_stale(
+                    operation_id_for(admission.operation_namespace, child.delivery_key), child, others, pieces
+                )
 
     # ----- transitions -------------------------------------------------------------------------
     def _cas_axes(
@@ -209,9 +225,15 @@ class SqliteJournal(SqliteInspection):
             )
 
     def _raise_interval_map(self, conn: sqlite3.Connection, row: OperationRow) -> None:
+        # Only pieces overlapping or touching the scope can change (split, raise or merge with a
+        # neighbour of the same generation), so only they are replaced, as on PostgreSQL.
         domain = row.descriptor.effect_conflict_domain
-        updated = apply_generation(self._intervals(conn, domain), row.descriptor.scope, row.descriptor.generation)
-        conn.execute("DELETE FROM effect_intervals WHERE effect_conflict_domain = ?", (domain,))
+        near = self._intervals_near(conn, domain, row.descriptor.scope, touching=True)
+        updated = apply_generation(near, row.descriptor.scope, row.descriptor.generation)
+        conn.executemany(
+            "DELETE FROM effect_intervals WHERE effect_conflict_domain = ? AND scope_start = ?",
+            [(domain, piece.start) for piece, _ in near],
+        )
         conn.executemany(
             "INSERT INTO effect_intervals (effect_conflict_domain, scope_start, scope_end, generation_end, "
             "correction_revision) VALUES (?, ?, ?, ?, ?)",
@@ -235,8 +257,11 @@ class SqliteJournal(SqliteInspection):
             stored = self._markers.get(row.operation_namespace, row.operation_id, request.attempt_ordinal)
             check_marker_binds(stored, row, request, gate.journal_epoch)
             domain = row.descriptor.effect_conflict_domain
+            scope = row.descriptor.scope
             check_submit_permitted(
-                row.operation_id, row.descriptor, self._domain_operations(conn, domain), self._intervals(conn, domain)
+                row.operation_id, row.descriptor,
+                self._overlapping_operations(conn, domain, scope, excluding=row.operation_id),
+                self._intervals_near(conn, domain, scope, touching=False),
             )
             conn.execute(
                 "INSERT INTO attempts (operation_id, attempt_ordinal, attempt_id, marker_digest, expected_revision, "

@@ -299,10 +299,15 @@ class SqliteJournalBase:
     def _reserve_capacity(
         cls, conn: sqlite3.Connection, scope: str, attempt_id: str, operation_id: str, now: datetime
     ) -> None:
-        status = cls._capacity(conn, scope)
-        if status.free <= 0:
+        row = conn.execute("SELECT slots FROM capacity_scopes WHERE scope = ?", (scope,)).fetchone()
+        if row is None:
+            raise JournalRejection(RejectionReason.CAPACITY_NOT_CONFIGURED, f"capacity scope {scope} is not configured")
+        # Count only (index on scope): the submit needs to know whether a slot is free, not which
+        # attempts hold the others.
+        held = conn.execute("SELECT COUNT(*) FROM capacity_reservations WHERE scope = ?", (scope,)).fetchone()[0]
+        if held >= row["slots"]:
             raise CapacityExhausted(
-                RejectionReason.CAPACITY_EXHAUSTED, f"all {status.slots} slots of {scope} are reserved"
+                RejectionReason.CAPACITY_EXHAUSTED, f"all {row['slots']} slots of {scope} are reserved"
             )
         conn.execute(
             "INSERT INTO capacity_reservations (attempt_id, scope, operation_id, reserved_at) VALUES (?, ?, ?, ?)",

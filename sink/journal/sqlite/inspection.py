@@ -53,6 +53,37 @@ class SqliteInspection(SqliteJournalBase):
         return [operation_from_row(r) for r in rows]
 
     @staticmethod
+    def _overlapping_operations(
+        conn: sqlite3.Connection, domain: str, scope: ScopeRange, *, excluding: str = ""
+    ) -> list[OperationRow]:
+        """Operations of ``domain`` whose half-open scope overlaps ``scope`` (except ``excluding``).
+
+        SQL selects the candidates so only they are decoded: the covering index
+        ``operations_by_domain_scope (effect_conflict_domain, scope_start, scope_end)`` answers the
+        whole WHERE clause from index entries (scope instants are fixed-width UTC text, so text
+        order is time order). The fence decision stays in ``submit_policy``, which filters by
+        overlap itself, exactly as for the PostgreSQL adapter's ``&&`` query.
+        """
+        rows = conn.execute(
+            f"SELECT {OPERATION_COLUMNS} FROM operations WHERE effect_conflict_domain = ? "  # noqa: S608 - fixed column list
+            "AND scope_start < ? AND scope_end > ? AND operation_id <> ?",
+            (domain, scope.end, scope.start, excluding),
+        ).fetchall()
+        return [operation_from_row(r) for r in rows]
+
+    @staticmethod
+    def _intervals_near(conn: sqlite3.Connection, domain: str, scope: ScopeRange, *, touching: bool) -> list[Interval]:
+        """Pieces of the interval map overlapping ``scope`` (or, with ``touching``, also sharing an
+        end point with it), sorted by start: the only pieces a fence decision or a raise can use."""
+        condition = "scope_start <= ? AND scope_end >= ?" if touching else "scope_start < ? AND scope_end > ?"
+        rows = conn.execute(
+            "SELECT scope_start, scope_end, generation_end, correction_revision FROM effect_intervals "  # noqa: S608 - one of two fixed conditions
+            f"WHERE effect_conflict_domain = ? AND {condition} ORDER BY scope_start",
+            (domain, scope.end, scope.start),
+        ).fetchall()
+        return [(ScopeRange(r[0], r[1]), GenerationKey(r[2], r[3])) for r in rows]
+
+    @staticmethod
     def _intervals(conn: sqlite3.Connection, domain: str) -> list[Interval]:
         rows = conn.execute(
             "SELECT scope_start, scope_end, generation_end, correction_revision FROM effect_intervals "

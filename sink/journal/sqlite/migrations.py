@@ -132,6 +132,20 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
         );
         """,
     ),
+    (
+        2,
+        # The overlap fence selects candidate rows in SQL (scope_start < :end AND scope_end > :start)
+        # instead of decoding the whole domain; with scope_end in the index that predicate is
+        # answered from index entries, and only overlapping rows are read from the table.
+        # Capacity: a submit counts the held reservations of its scope and a release deletes those
+        # of one operation; both were full-table scans growing with every unreleased attempt.
+        """
+        DROP INDEX operations_by_domain;
+        CREATE INDEX operations_by_domain_scope ON operations (effect_conflict_domain, scope_start, scope_end);
+        CREATE INDEX capacity_reservations_by_scope ON capacity_reservations (scope);
+        CREATE INDEX capacity_reservations_by_operation ON capacity_reservations (operation_id);
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]
