@@ -50,6 +50,7 @@ from sink.journal.records import (
     SubmitGrant,
     SubmitRequest,
     TransitionRequest,
+    UnconfirmedCriticalCommit,
 )
 
 SCHEMA_VERSION_TABLE = "schema_version"
@@ -263,5 +264,11 @@ class DeliveryJournalPort(Protocol):
     def find_orphan_markers(self, operation_namespace: str | None = None) -> tuple[OrphanMarker, ...]:
         """MAY_ATTEMPT markers without an exactly matching attempt row (id, ordinal, expected
         revision, epoch, digest): possible remote effect, never permission to resend."""
+
+    def list_unconfirmed_critical_commits(self) -> tuple[UnconfirmedCriticalCommit, ...]:
+        """Read-only, for reconciliation: every critical commit recorded as committed locally while
+        its synchronous replication was unconfirmed, oldest first. Each one closed the mutation
+        gate; an attested epoch does not remove them (the record is the reconciliation trail).
+        Empty on an adapter without zero RPO (SQLite)."""
 
     def operations_in_domain(self, effect_conflict_domain: str) -> Sequence[OperationRow]: ...

@@ -340,6 +340,18 @@ class GenerationInterval:
 
 
 @dataclass(frozen=True, slots=True)
+class UnconfirmedCriticalCommit:
+    """A critical commit that committed on the journal primary while its synchronous replication
+    was not confirmed (zero-RPO mode). Reconciliation work: the caller was refused and executed
+    nothing, but the committed row may be missing on a standby."""
+
+    detection_seq: int
+    transaction_name: str
+    subject_id: str
+    detected_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class CapacityStatus:
     scope: str
     slots: int

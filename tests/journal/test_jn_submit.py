@@ -259,6 +259,19 @@ def test_blocked_gate_refuses_submit_but_keeps_observation_and_inspection(journa
     assert conflict.value.reason is RejectionReason.MARKER_MISMATCH
 
 
+def test_no_unconfirmed_critical_commit_without_zero_rpo(journal_env: JournalEnv) -> None:
+    """Without a zero-RPO policy every commit is local and final: critical commits and an
+    operator's gate block record nothing for replication reconciliation (SQLite: never)."""
+    env = journal_env
+    env.journal.configure_capacity(CAPACITY, 2)
+    assert env.journal.list_unconfirmed_critical_commits() == ()
+    op = _sealed(env, "route-1")[0]
+    submit(env.journal, env.markers, op)
+    env.journal.block_mutations(reason="restore drill", actor=OPERATOR)
+    assert env.journal.gate_status().state is GateState.BLOCKED
+    assert env.journal.list_unconfirmed_critical_commits() == ()
+
+
 def test_unconfigured_capacity_scope_is_refused(journal_env: JournalEnv) -> None:
     env = journal_env
     op = _sealed(env, "route-1")[0]

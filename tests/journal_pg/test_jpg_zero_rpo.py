@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import psycopg
@@ -23,7 +24,7 @@ from sink.journal.markers import FileMarkerStore
 from sink.journal.port import DeliveryJournalPort, JournalConfigurationError, ZeroRpoNotProven
 from sink.journal.postgres import ZeroRpoPolicy, open_postgres_journal
 from sink.journal.postgres.cluster import Cluster, ClusterSet
-from sink.journal.records import GateState, LeaseKind, LeaseRequest, OperationRow
+from sink.journal.records import Actor, ActorKind, GateState, LeaseKind, LeaseRequest, OperationRow
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.timeout(180)]
 
@@ -97,6 +98,7 @@ def test_jpg_zero_rpo_refuses_submit_without_standby_then_proceeds_when_it_retur
         pair.journal.admit_parent(daily_parent("zr-stop-other", 1, domain="zr-other"))
     assert pair.journal.get_parent(daily_parent("zr-stop-other", 1).parent_id) is None
     assert pair.journal.gate_status().state is GateState.OPEN  # nothing committed, nothing to distrust
+    assert pair.journal.list_unconfirmed_critical_commits() == ()  # refused before commit: nothing to reconcile
 
     pair.standby.start()
     pair.wait_for_quorum()
@@ -112,6 +114,8 @@ def test_jpg_zero_rpo_refuses_submit_without_standby_then_proceeds_when_it_retur
 def test_jpg_zero_rpo_unconfirmed_commit_warning_refuses_and_blocks_the_gate(pair: Pair) -> None:
     op, marker_digest = pair.prepare_submit("zr-paused")
     other, other_marker = pair.prepare_submit("zr-paused-next")
+    assert pair.journal.list_unconfirmed_critical_commits() == ()
+    before = datetime.now(UTC)
     pair.on_standby("SELECT pg_wal_replay_pause()")
     try:
         started = time.monotonic()
@@ -130,10 +134,20 @@ def test_jpg_zero_rpo_unconfirmed_commit_warning_refuses_and_blocks_the_gate(pai
         row = conn.execute(f"SELECT transaction_name, subject_id FROM {SCHEMA}.unconfirmed_critical_commits"
                            ).fetchone()
     assert row == ("reserve_and_mark_submitting", op.operation_id)
+    # Reconciliation reads the same record through the port.
+    (unconfirmed,) = pair.journal.list_unconfirmed_critical_commits()
+    assert (unconfirmed.transaction_name, unconfirmed.subject_id) == ("reserve_and_mark_submitting", op.operation_id)
+    assert before - timedelta(seconds=5) <= unconfirmed.detected_at <= datetime.now(UTC) + timedelta(seconds=5)
     # Nothing else may proceed until an operator attests a new epoch.
     with pytest.raises(DeliveryError) as refused:
         pair.journal.reserve_and_mark_submitting(submit_request(other, other_marker, "w1"))
     assert refused.value.code is ErrorCode.JOURNAL_EPOCH_BLOCKED
+    # The attestation reopens the gate but keeps the record: it is the reconciliation trail.
+    pair.wait_for_quorum()
+    attested = pair.journal.attest_epoch(new_epoch=2, actor=Actor(ActorKind.OPERATOR, "oncall"),
+                                         attestation_digest="sha256:" + "ab" * 32)
+    assert attested.state is GateState.OPEN
+    assert pair.journal.list_unconfirmed_critical_commits() == (unconfirmed,)
 
 
 def test_jpg_zero_rpo_required_without_policy_refuses_to_open(pg_dsn: str, tmp_path: Path) -> None:

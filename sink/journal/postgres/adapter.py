@@ -47,6 +47,7 @@ from sink.journal.records import (
     SubmitGrant,
     SubmitRequest,
     TransitionRequest,
+    UnconfirmedCriticalCommit,
     operation_id_for,
     require_digest,
 )
@@ -326,6 +327,16 @@ class PostgresJournal(PostgresJournalBase):
                                intervals_kept=int(counts["pieces"]))
 
     # ----- reconciliation ----------------------------------------------------------------------
+    def list_unconfirmed_critical_commits(self) -> tuple[UnconfirmedCriticalCommit, ...]:
+        with self._db.read() as cur:
+            cur.execute("SELECT detection_seq, transaction_name, subject_id, detected_at "
+                        "FROM unconfirmed_critical_commits ORDER BY detection_seq")
+            return tuple(
+                UnconfirmedCriticalCommit(int(r["detection_seq"]), r["transaction_name"], r["subject_id"],
+                                          r["detected_at"])
+                for r in cur.fetchall()
+            )
+
     def find_orphan_markers(self, operation_namespace: str | None = None) -> tuple[OrphanMarker, ...]:
         wanted_key = None if operation_namespace is None else namespace_key(operation_namespace)
         orphans: list[OrphanMarker] = []

@@ -18,6 +18,7 @@ from sink.journal.records import (
     OrphanMarker,
     RetentionReport,
     ScopeRange,
+    UnconfirmedCriticalCommit,
 )
 from sink.journal.sqlite.base import SqliteJournalBase
 from sink.journal.sqlite.codec import (
@@ -143,6 +144,11 @@ class SqliteInspection(SqliteJournalBase):
             return RetentionReport(observations_deleted=deleted, tombstones_kept=kept, intervals_kept=intervals)
 
     # ----- reconciliation ----------------------------------------------------------------------
+    def list_unconfirmed_critical_commits(self) -> tuple[UnconfirmedCriticalCommit, ...]:
+        # SQLite has no synchronous replication (zero RPO is refused at open), so a commit here is
+        # never "committed locally but unconfirmed": there is nothing to record or reconcile.
+        return ()
+
     def find_orphan_markers(self, operation_namespace: str | None = None) -> tuple[OrphanMarker, ...]:
         wanted_key = None if operation_namespace is None else namespace_key(operation_namespace)
         orphans: list[OrphanMarker] = []
