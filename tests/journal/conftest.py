@@ -2,9 +2,9 @@
 
 * sqlite: a fresh file under tmp_path, with an injected clock the test can advance (that clock
   IS the SQLite journal's database clock).
-* postgres: a fresh schema in the session server from `pg_dsn` (tests/conftest.py), built by
-  `sink.journal.postgres.open_postgres_journal`; time advances by really sleeping, so lease tests
-  use short TTLs.
+* postgres: a fresh `jn_*` schema in the session server from `pg_dsn` (tests/conftest.py), built
+  by `sink.journal.postgres.open_postgres_journal` and dropped at teardown; time advances by
+  really sleeping, so lease tests use short TTLs.
 
 Whether PostgreSQL can be had at all is decided by `pg_dsn` (skip with the reason locally, fail in
 CI where RESTPROOF_REQUIRE_POSTGRES=1).
@@ -15,11 +15,14 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import psycopg
 import pytest
+from psycopg import sql
 
 from sink.journal.markers import FileMarkerStore
 from sink.journal.port import DeliveryJournalPort
@@ -48,14 +51,31 @@ class JournalEnv:
     kind: str
 
 
-def _open_postgres(request: pytest.FixtureRequest, markers: FileMarkerStore) -> Iterator[JournalEnv]:
-    dsn = request.getfixturevalue("pg_dsn")
+def drop_schema(dsn: str, schema: str) -> None:
+    """DROP SCHEMA ... CASCADE through its own short connection (the journal's pool is closed by
+    then), so per-test schemas do not pile up on a long-lived RESTPROOF_PG_DSN server."""
+    with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+
+@contextmanager
+def postgres_journal_env(dsn: str, markers: FileMarkerStore) -> Iterator[JournalEnv]:
+    """A journal in a fresh `jn_*` schema, dropped again on exit (also when the test fails or the
+    journal cannot be opened after creating part of it)."""
     schema = "jn_" + uuid.uuid4().hex[:12]
-    journal = open_postgres_journal(dsn, schema=schema, markers=markers)
     try:
-        yield JournalEnv(journal, markers, lambda delta: time.sleep(delta.total_seconds()), "postgres")
+        journal = open_postgres_journal(dsn, schema=schema, markers=markers)
+        try:
+            yield JournalEnv(journal, markers, lambda delta: time.sleep(delta.total_seconds()), "postgres")
+        finally:
+            journal.close()
     finally:
-        journal.close()
+        drop_schema(dsn, schema)
+
+
+def _open_postgres(request: pytest.FixtureRequest, markers: FileMarkerStore) -> Iterator[JournalEnv]:
+    with postgres_journal_env(request.getfixturevalue("pg_dsn"), markers) as env:
+        yield env
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
