@@ -23,8 +23,11 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from sink.journal.ids import attempt_id_for, require_digest, require_ident
 from sink.journal.port import JournalRejection, RejectionReason
-from sink.journal.records import GenerationKey, attempt_id_for, require_digest, require_ident
+from sink.journal.records import (
+    GenerationKey,
+)
 
 MARKER_FORMAT = "restproof.may-attempt.v1"
 _ORDINAL_FILE = re.compile(r"^(\d{10})\.json$")

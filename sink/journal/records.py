@@ -7,8 +7,6 @@ credentials or raw response bodies: only references, digests and bounded identif
 
 from __future__ import annotations
 
-import hashlib
-import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -20,10 +18,13 @@ from sink.contracts.state import (
     RemoteEffect,
     VerificationState,
 )
-
-_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
-_UTC_INSTANT = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
-_IDENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+=-]{0,255}$")
+from sink.journal.ids import (
+    attempt_id_for,
+    operation_id_for,
+    require_digest,
+    require_ident,
+    require_utc_instant,
+)
 
 
 class MutationKind(StrEnum):
@@ -49,45 +50,6 @@ class ActorKind(StrEnum):
 class GateState(StrEnum):
     OPEN = "OPEN"
     BLOCKED = "BLOCKED"
-
-
-def require_digest(value: str, name: str) -> None:
-    if not _DIGEST.match(value):
-        raise ValueError(f"{name} must be 'sha256:<64 lowercase hex>'")
-
-
-def require_ident(value: str, name: str) -> None:
-    if not _IDENT.match(value):
-        raise ValueError(f"{name} must be 1-256 characters of [A-Za-z0-9._:/@+=-]")
-
-
-def require_utc_instant(value: str, name: str) -> None:
-    # One fixed textual form makes lexicographic order equal chronological order in both adapters.
-    if not _UTC_INSTANT.match(value):
-        raise ValueError(f"{name} must be an ISO-8601 UTC instant 'YYYY-MM-DDTHH:MM:SSZ'")
-    datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ")
-
-
-def _stable_id(purpose: str, *parts: str) -> str:
-    # Length-delimited so ("ab","c") and ("a","bc") never collide.
-    hasher = hashlib.sha256()
-    for part in (purpose, *parts):
-        raw = part.encode("utf-8")
-        hasher.update(len(raw).to_bytes(8, "big"))
-        hasher.update(raw)
-    return "op_" + hasher.hexdigest()[:40]
-
-
-def operation_id_for(operation_namespace: str, delivery_key: str) -> str:
-    """Deterministic operation id: the same admission always names the same operation."""
-    return _stable_id("restproof.journal.operation-id.v1", operation_namespace, delivery_key)
-
-
-def attempt_id_for(operation_id: str, attempt_ordinal: int) -> str:
-    """Deterministic attempt id (seed: "assign the next monotonic attempt_ordinal and deterministic attempt_id")."""
-    return _stable_id("restproof.journal.attempt-id.v1", operation_id, str(attempt_ordinal)).replace(
-        "op_", "at_", 1
-    )
 
 
 @dataclass(frozen=True, slots=True, order=True)

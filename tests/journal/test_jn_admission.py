@@ -9,8 +9,13 @@ from jn_builders import NAMESPACE, admission, child, day, digest, week_parent
 
 from sink.contracts.errors import DeliveryError, ErrorCode
 from sink.contracts.state import ExecutionState
+from sink.journal.ids import operation_id_for
 from sink.journal.port import DeliveryJournalPort
-from sink.journal.records import GenerationKey, MutationKind, TransitionRequest, operation_id_for
+from sink.journal.records import (
+    GenerationKey,
+    MutationKind,
+    TransitionRequest,
+)
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -11,9 +11,12 @@ import pytest
 from conftest import JournalEnv
 from jn_builders import CAPACITY, NAMESPACE, digest, publish_marker, seal, submit, week_parent
 
+from sink.journal.ids import operation_id_for
 from sink.journal.markers import FileMarkerStore, MarkerConflict, MayAttemptMarker, UnreadableMarker, namespace_key
 from sink.journal.port import CapacityExhausted
-from sink.journal.records import GenerationKey, operation_id_for
+from sink.journal.records import (
+    GenerationKey,
+)
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -23,6 +23,7 @@ from psycopg.errors import UniqueViolation
 from sink.contracts.errors import DeliveryError, ErrorCode
 from sink.contracts.state import AcknowledgementState
 from sink.journal.frontier import plan_promotion
+from sink.journal.ids import operation_id_for, require_digest
 from sink.journal.markers import StoredMarker, UnreadableMarker, namespace_key
 from sink.journal.port import JournalRejection, RejectionReason, TransitionRejected
 from sink.journal.postgres import admission, effects, submit
@@ -48,8 +49,6 @@ from sink.journal.records import (
     SubmitRequest,
     TransitionRequest,
     UnconfirmedCriticalCommit,
-    operation_id_for,
-    require_digest,
 )
 from sink.journal.transition_policy import (
     check_revision,

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from sink.contracts.errors import DeliveryError, ErrorCode
+from sink.journal.ids import operation_id_for
 from sink.journal.postgres.connection import Cursor
 from sink.journal.postgres.effects import check_admission_not_stale
 from sink.journal.postgres.rows import (
@@ -30,7 +31,6 @@ from sink.journal.records import (
     OperationRow,
     ParentAdmission,
     ParentRecord,
-    operation_id_for,
 )
 
 PARENT_COLUMNS = (

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from sink.design.query import DesignContract
+from sink.journal.ids import require_digest, require_ident
 from sink.journal.markers import MarkerStore
 from sink.journal.port import (
     CriticalCommitGuard,
@@ -31,8 +32,6 @@ from sink.journal.records import (
     Lease,
     LeaseKind,
     LeaseRequest,
-    require_digest,
-    require_ident,
 )
 
 FaultHook = Callable[[str], None]

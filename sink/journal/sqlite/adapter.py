@@ -16,6 +16,7 @@ from typing import Any
 from sink.contracts.errors import DeliveryError, ErrorCode
 from sink.contracts.state import AcknowledgementState
 from sink.journal.frontier import plan_promotion
+from sink.journal.ids import operation_id_for, require_digest
 from sink.journal.interval_map import apply_generation, bounding_scope
 from sink.journal.marker_policy import check_marker_binds
 from sink.journal.markers import MarkerStore
@@ -35,8 +36,6 @@ from sink.journal.records import (
     SubmitGrant,
     SubmitRequest,
     TransitionRequest,
-    operation_id_for,
-    require_digest,
 )
 from sink.journal.sqlite.codec import (
     OPERATION_COLUMNS,

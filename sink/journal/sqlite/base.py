@@ -22,6 +22,7 @@ from pathlib import Path
 
 from sink.contracts.errors import DeliveryError, ErrorCode
 from sink.design.query import DesignContract, load_design_contract
+from sink.journal.ids import require_digest, require_ident
 from sink.journal.markers import MarkerStore
 from sink.journal.port import (
     CapacityExhausted,
@@ -40,8 +41,6 @@ from sink.journal.records import (
     Lease,
     LeaseKind,
     LeaseRequest,
-    require_digest,
-    require_ident,
 )
 from sink.journal.sqlite import migrations
 from sink.journal.sqlite.codec import decode_time, encode_time, lease_from_row
