@@ -367,6 +367,9 @@ class TransitionRequest:
     actor: Actor = AUTOMATIC_ACTOR
     evidence_digest: str | None = None
     receipt: Receipt | None = None
+    # Owner of the lease the transition's cas_preconditions require (mutation, observation or
+    # checkpoint); checked in the same transaction on the database clock. None: no lease claimed.
+    lease_owner: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

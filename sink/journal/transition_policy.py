@@ -9,7 +9,7 @@ from __future__ import annotations
 from sink.contracts.state import CheckpointState, ExecutionState, RemoteEffect
 from sink.design.query import DesignContract, StateTuple, Transition, TransitionKind
 from sink.journal.port import RejectionReason, TransitionRejected
-from sink.journal.records import Actor, ActorKind, AxesState
+from sink.journal.records import Actor, ActorKind, AxesState, LeaseKind
 
 SUBMIT_SOURCES = frozenset({ExecutionState.SEALED, ExecutionState.RETRY_WAIT})
 """The only execution states the critical submit path may start from (never SUBMITTING)."""
@@ -79,6 +79,53 @@ def resolve_transition(
         )
     _check_actor(transition, actor)
     return transition
+
+
+LEASE_PRECONDITIONS: dict[str, LeaseKind] = {
+    "mutation_lease_held": LeaseKind.MUTATION,
+    "observation_lease_held": LeaseKind.OBSERVATION,
+    "checkpoint_lease_held": LeaseKind.CHECKPOINT,
+}
+"""Contract CAS preconditions the journal enforces with a lease row of that kind."""
+
+OPERATOR_GUARDED_PRECONDITIONS = frozenset({"reconciliation_lease_held"})
+"""Lease preconditions of operator-only transitions. The journal keeps no reconciliation lease:
+those transitions are guarded by the operator actor and a never-reused reconciliation id
+(``_check_actor``), and the reconciliation lease stays with the operator tooling."""
+
+
+def required_leases(transition: Transition) -> tuple[LeaseKind, ...]:
+    """The lease kinds a transition's ``cas_preconditions`` require, in contract order.
+
+    Fails closed: a ``*_lease_held`` precondition the journal does not know is refused rather
+    than silently ignored, so a contract that adds a lease cannot loosen the journal."""
+    kinds: list[LeaseKind] = []
+    for precondition in transition.cas_preconditions:
+        if precondition in LEASE_PRECONDITIONS:
+            kinds.append(LEASE_PRECONDITIONS[precondition])
+        elif precondition.endswith("_lease_held") and not (
+            precondition in OPERATOR_GUARDED_PRECONDITIONS and transition.kind is TransitionKind.OPERATOR_ONLY
+        ):
+            raise TransitionRejected(
+                RejectionReason.LEASE_NOT_HELD,
+                f"transition {transition.id} requires {precondition}, which the journal cannot check",
+            )
+    return tuple(kinds)
+
+
+def require_lease_owner(transition: Transition, kind: LeaseKind, lease_owner: str | None) -> str:
+    """The caller's claimed owner of a required lease; refused before any lease row is read."""
+    if lease_owner is None:
+        raise TransitionRejected(
+            RejectionReason.LEASE_NOT_HELD,
+            f"transition {transition.id} requires the {kind.value} lease: pass lease_owner",
+        )
+    return lease_owner
+
+
+def lease_subject(kind: LeaseKind, operation_id: str, parent_id: str) -> str:
+    """Checkpoint leases are held on the parent; mutation and observation leases on the operation."""
+    return parent_id if kind is LeaseKind.CHECKPOINT else operation_id
 
 
 def resolve_submit(contract: DesignContract, current: AxesState, transition_id: str | None) -> Transition:

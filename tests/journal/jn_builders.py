@@ -26,6 +26,10 @@ CAPACITY = "receiver-jobs"
 BASE = datetime(2026, 8, 1, tzinfo=UTC)
 
 
+WORKER = "worker-1"
+"""The owner `submit` takes the mutation lease for, and `step` claims by default."""
+
+
 def digest(label: str) -> str:
     return "sha256:" + hashlib.sha256(label.encode()).hexdigest()
 
@@ -108,7 +112,7 @@ def publish_marker(journal: DeliveryJournalPort, markers: MarkerStore, op: Opera
     return markers.create_if_absent(marker).digest
 
 
-def submit(journal: DeliveryJournalPort, markers: MarkerStore, op: OperationRow, *, owner: str = "worker-1",
+def submit(journal: DeliveryJournalPort, markers: MarkerStore, op: OperationRow, *, owner: str = WORKER,
            scope: str = CAPACITY, take_lease: bool = True) -> SubmitGrant:
     """The supervisor's pre-submit sequence: lease, MAY_ATTEMPT marker, critical transaction."""
     if take_lease:
@@ -121,7 +125,15 @@ def submit(journal: DeliveryJournalPort, markers: MarkerStore, op: OperationRow,
 
 
 def step(journal: DeliveryJournalPort, op: OperationRow, transition_id: str, **kwargs: object) -> OperationRow:
+    """One CAS transition, claiming WORKER's lease unless ``lease_owner`` is given (None: no claim).
+    The journal checks the claim only when the transition's cas_preconditions list a lease."""
+    kwargs.setdefault("lease_owner", WORKER)
     return journal.transition(TransitionRequest(op.operation_id, op.revision, transition_id, **kwargs))  # type: ignore[arg-type]
+
+
+def take_lease(journal: DeliveryJournalPort, kind: LeaseKind, subject_id: str, *, owner: str = WORKER,
+               ttl: timedelta = timedelta(seconds=60)) -> None:
+    journal.acquire_lease(LeaseRequest(kind, subject_id, owner, ttl))
 
 
 def apply_fully(journal: DeliveryJournalPort, markers: MarkerStore, op: OperationRow) -> OperationRow:

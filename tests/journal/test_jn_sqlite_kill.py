@@ -39,7 +39,8 @@ def _victim(db: str, markers: str, action: str, pause_at: str, signal_file: str)
         journal.admit_parent(week_parent("killed-parent", domain="killed-domain"))
     elif action == "transition":
         op = journal.load_parent(week_parent("p").parent_id).children[2]
-        journal.transition(TransitionRequest(op.operation_id, op.revision, "request_not_started_retry"))
+        journal.transition(TransitionRequest(op.operation_id, op.revision, "request_not_started_retry",
+                                             lease_owner=VICTIM))
     elif action == "submit":
         op = journal.load_parent(week_parent("p").parent_id).children[1]
         journal.reserve_and_mark_submitting(SubmitRequest(
@@ -115,5 +116,6 @@ def test_sigkill_inside_the_transaction_leaves_no_partial_state(tmp_path: Path, 
         assert result.frontier_order == 0
     else:
         op = reopened.load_parent(week_parent("p").parent_id).children[2]
-        assert step(reopened, op, "request_not_started_retry").axes.execution_state is ExecutionState.RETRY_WAIT
+        assert step(reopened, op, "request_not_started_retry", lease_owner=VICTIM).axes.execution_state \
+            is ExecutionState.RETRY_WAIT
     reopened.close()

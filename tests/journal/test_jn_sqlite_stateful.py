@@ -38,7 +38,7 @@ from sink.journal.records import (
 )
 from sink.journal.sqlite.adapter import open_sqlite_journal
 from sink.journal.submit_policy import in_flight
-from sink.journal.transition_policy import to_state_tuple
+from sink.journal.transition_policy import required_leases, to_state_tuple
 
 CONTRACT = load_design_contract()
 OPERATOR_IDS = itertools.count()
@@ -94,7 +94,10 @@ class JournalMachine(RuleBasedStateMachine):
         actor = Actor(ActorKind.AUTOMATIC, "supervisor")
         if chosen.kind is TransitionKind.OPERATOR_ONLY:
             actor = Actor(ActorKind.OPERATOR, "oncall", reconciliation_id=f"r-{next(OPERATOR_IDS)}")
-        moved = self.journal.transition(TransitionRequest(op.operation_id, op.revision, chosen.id, actor=actor))
+        for kind in required_leases(chosen):  # the worker holds what the transition lists
+            self.journal.acquire_lease(LeaseRequest(kind, op.operation_id, "worker", timedelta(hours=1)))
+        moved = self.journal.transition(TransitionRequest(op.operation_id, op.revision, chosen.id, actor=actor,
+                                                          lease_owner="worker"))
         assert moved.revision == op.revision + 1
         event(f"reached {moved.axes.execution_state}/{moved.axes.remote_effect}")
         self.revisions[op.operation_id] = moved.revision

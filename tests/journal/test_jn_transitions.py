@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 from conftest import JournalEnv
-from jn_builders import CAPACITY, digest, seal, step, submit, week_parent
+from jn_builders import CAPACITY, digest, seal, step, submit, take_lease, week_parent
 
 from sink.contracts.state import AcknowledgementState, ExecutionState, RemoteEffect
 from sink.journal.port import RejectionReason, TransitionRejected
@@ -129,6 +129,7 @@ def test_receipt_is_stored_with_its_transition_and_never_replaced(journal_env: J
     assert env.journal.get_receipt(accepted.operation_id) == receipt
 
     pending = step(env.journal, accepted, "continuation_pending")
+    take_lease(env.journal, LeaseKind.OBSERVATION, pending.operation_id)
     with pytest.raises(TransitionRejected) as caught:
         step(env.journal, pending, "poll_observed_running", receipt=Receipt("job-999", digest("other")))
     assert caught.value.reason is RejectionReason.RECEIPT_CONFLICT

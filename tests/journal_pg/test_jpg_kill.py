@@ -133,7 +133,8 @@ def test_jpg_kill_inside_critical_submit_leaves_nothing(env: Env, point: str) ->
 def test_jpg_kill_inside_effect_transition_leaves_nothing(env: Env, point: str) -> None:
     op = seal(env.journal, env.journal.admit_parent(daily_parent("kill-transition", 1)).children[0])
     op = submit(env.journal, env.markers, op, "w1").operation
-    op = env.journal.transition(TransitionRequest(op.operation_id, op.revision, "sync_response_succeeded"))
+    op = env.journal.transition(TransitionRequest(op.operation_id, op.revision, "sync_response_succeeded",
+                                                  lease_owner="w1"))
     request = TransitionRequest(op.operation_id, op.revision, "verified_full")
     before = env.snapshot()
     env.kill_at(point, "transition", request)

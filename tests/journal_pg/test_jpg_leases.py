@@ -127,8 +127,9 @@ def test_jpg_capacity_slots_are_never_oversubscribed_under_concurrency(env: Env)
     for op in winners:
         current = env.journal.get_operation(op.operation_id)
         assert current is not None
+        owner = f"w{ops.index(op)}"
         current = env.journal.transition(TransitionRequest(current.operation_id, current.revision,
-                                                           "sync_response_failed"))
+                                                           "sync_response_failed", lease_owner=owner))
         env.journal.transition(TransitionRequest(current.operation_id, current.revision, "verified_no_effect"))
     status = env.journal.capacity_status("receiver-jobs")
     assert (status.slots, status.held_by_attempts, status.free) == (1, (), 1)

@@ -52,8 +52,11 @@ from sink.journal.records import (
 )
 from sink.journal.transition_policy import (
     check_revision,
+    lease_subject,
     raises_effect_index,
     releases_capacity,
+    require_lease_owner,
+    required_leases,
     resolve_transition,
     to_axes,
 )
@@ -192,6 +195,10 @@ class PostgresJournal(PostgresJournalBase):
             row = self._require_operation(cur, request.operation_id, "FOR UPDATE")
             check_revision(row.operation_id, row.revision, request.expected_revision)
             chosen = resolve_transition(self._contract, row.axes, request.transition_id, request.actor)
+            for kind in required_leases(chosen):
+                owner = require_lease_owner(chosen, kind, request.lease_owner)
+                self._require_lease(cur, kind, lease_subject(kind, row.operation_id, row.parent_id),
+                                    owner, rejection=TransitionRejected)
             target = to_axes(chosen.target)
             if raises_effect_index(row.axes, target) and not lock_domain:
                 raise _DomainLockNeeded

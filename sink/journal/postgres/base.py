@@ -186,13 +186,14 @@ class PostgresJournalBase:
         return lease_of(row)
 
     @staticmethod
-    def _require_lease(cur: Cursor, kind: LeaseKind, subject_id: str, owner: str) -> None:
+    def _require_lease(cur: Cursor, kind: LeaseKind, subject_id: str, owner: str, *,
+                       rejection: type[JournalRejection] = JournalRejection) -> None:
         cur.execute(
             "SELECT 1 FROM leases WHERE lease_kind = %s AND subject_id = %s AND owner = %s AND expires_at > now()",
             (kind.value, subject_id, owner),
         )
         if cur.fetchone() is None:
-            raise JournalRejection(RejectionReason.LEASE_NOT_HELD,
+            raise rejection(RejectionReason.LEASE_NOT_HELD,
                                    f"{kind.value} lease on {subject_id} is not held by the caller")
 
     def release_lease(self, kind: LeaseKind, subject_id: str, owner: str) -> None:

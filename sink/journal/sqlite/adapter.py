@@ -49,8 +49,11 @@ from sink.journal.sqlite.inspection import SqliteInspection
 from sink.journal.submit_policy import check_not_stale, check_submit_permitted
 from sink.journal.transition_policy import (
     check_revision,
+    lease_subject,
     raises_effect_index,
     releases_capacity,
+    require_lease_owner,
+    required_leases,
     resolve_submit,
     resolve_transition,
     to_axes,
@@ -187,6 +190,10 @@ class SqliteJournal(SqliteInspection):
             row = self._require_operation(conn, request.operation_id)
             check_revision(row.operation_id, row.revision, request.expected_revision)
             chosen = resolve_transition(self._contract, row.axes, request.transition_id, request.actor)
+            for kind in required_leases(chosen):
+                owner = require_lease_owner(chosen, kind, request.lease_owner)
+                self._require_lease(conn, now, kind, lease_subject(kind, row.operation_id, row.parent_id),
+                                    owner, rejection=TransitionRejected)
             if request.actor.reconciliation_id is not None and _reconciliation_used(
                 conn, row.operation_id, request.actor.reconciliation_id
             ):

@@ -241,13 +241,14 @@ class SqliteJournalBase:
 
     @staticmethod
     def _require_lease(
-        conn: sqlite3.Connection, now: datetime, kind: LeaseKind, subject_id: str, owner: str
+        conn: sqlite3.Connection, now: datetime, kind: LeaseKind, subject_id: str, owner: str, *,
+        rejection: type[JournalRejection] = JournalRejection,
     ) -> None:
         row = conn.execute(
             "SELECT owner, expires_at FROM leases WHERE kind = ? AND subject_id = ?", (kind.value, subject_id)
         ).fetchone()
         if row is None or row["owner"] != owner or decode_time(row["expires_at"]) <= now:
-            raise JournalRejection(
+            raise rejection(
                 RejectionReason.LEASE_NOT_HELD, f"{kind.value} lease on {subject_id} is not held by the caller"
             )
 
