@@ -6,9 +6,10 @@ exact attempt, and reconciliation reports every marker without an exactly matchi
 
 from __future__ import annotations
 
+from sink.journal.ids import require_digest
 from sink.journal.markers import StoredMarker
-from sink.journal.port import RejectionReason, TransitionRejected
-from sink.journal.records import Attempt, OperationRow, SubmitRequest
+from sink.journal.port import JournalRejection, RejectionReason, TransitionRejected
+from sink.journal.records import ActorKind, Attempt, MarkerRetirement, OperationRow, SubmitRequest
 
 
 def check_marker_binds(stored: StoredMarker | None, row: OperationRow, request: SubmitRequest, epoch: int) -> None:
@@ -43,3 +44,43 @@ def marker_attempt_mismatch(entry: StoredMarker, attempt: Attempt | None) -> str
     ):
         return "journal attempt differs from the marker: possible remote effect"
     return None
+
+
+def check_retirement_request(request: MarkerRetirement) -> str:
+    """Refuse an automatic actor or a missing reconciliation id; return the reconciliation id."""
+    require_digest(request.marker_digest, "marker_digest")
+    require_digest(request.evidence_digest, "evidence_digest")
+    reconciliation_id = request.actor.reconciliation_id
+    if request.actor.kind is not ActorKind.OPERATOR or reconciliation_id is None:
+        raise JournalRejection(
+            RejectionReason.OPERATOR_REQUIRED,
+            "retiring a MAY_ATTEMPT marker is operator-only: needs an operator actor and a reconciliation id",
+        )
+    return reconciliation_id
+
+
+def check_retirable(
+    request: MarkerRetirement, row: OperationRow, stored: StoredMarker | None, *,
+    attempt_exists: bool, reconciliation_used: bool,
+) -> None:
+    """Only the orphan that blocks the next submit may be retired: the marker of ordinal
+    ``attempt_count + 1``, exactly as published, with no journal attempt at that ordinal."""
+    if reconciliation_used:
+        raise JournalRejection(RejectionReason.INVALID_REQUEST, "a reconciliation id is never reused on one operation")
+    if attempt_exists:
+        raise JournalRejection(
+            RejectionReason.MARKER_NOT_ORPHAN,
+            f"attempt {request.attempt_ordinal} exists in the journal: its marker is not an orphan",
+        )
+    if request.attempt_ordinal != row.attempt_count + 1:
+        raise JournalRejection(
+            RejectionReason.ATTEMPT_ORDINAL_NOT_NEXT,
+            f"only the marker of the next ordinal {row.attempt_count + 1} can be retired, "
+            f"got {request.attempt_ordinal}",
+        )
+    if stored is None:
+        raise JournalRejection(
+            RejectionReason.MARKER_MISSING, f"no readable MAY_ATTEMPT marker for attempt {request.attempt_ordinal}"
+        )
+    if stored.digest != request.marker_digest or stored.marker.operation_id != row.operation_id:
+        raise JournalRejection(RejectionReason.MARKER_MISMATCH, "the stored marker is not the one named for retirement")

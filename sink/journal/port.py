@@ -40,6 +40,7 @@ from sink.journal.records import (
     Lease,
     LeaseKind,
     LeaseRequest,
+    MarkerRetirement,
     Observation,
     OperationRow,
     OrphanMarker,
@@ -47,6 +48,7 @@ from sink.journal.records import (
     ParentRecord,
     Receipt,
     RetentionReport,
+    RetiredMarker,
     SubmitGrant,
     SubmitRequest,
     TransitionRequest,
@@ -79,6 +81,7 @@ class RejectionReason(StrEnum):
     FRONTIER_NOT_MONOTONIC = "frontier_not_monotonic"
     INVALID_REQUEST = "invalid_request"
     PROMOTION_ONLY_VIA_FRONTIER = "promotion_only_via_frontier"
+    MARKER_NOT_ORPHAN = "marker_not_orphan"
 
 
 class JournalError(Exception):
@@ -264,6 +267,16 @@ class DeliveryJournalPort(Protocol):
     def find_orphan_markers(self, operation_namespace: str | None = None) -> tuple[OrphanMarker, ...]:
         """MAY_ATTEMPT markers without an exactly matching attempt row (id, ordinal, expected
         revision, epoch, digest): possible remote effect, never permission to resend."""
+
+    def retire_orphan_marker(self, request: MarkerRetirement) -> OperationRow:
+        """Operator-only: retire the orphan marker of the operation's next attempt ordinal (no
+        journal attempt, digest as published), recording who, which reconciliation id and which
+        evidence. One transaction: the ordinal is consumed (``attempt_count`` + 1, revision and
+        axes unchanged), so the next submit uses the following ordinal; the marker leaves the
+        orphan report and is listed by ``list_retired_markers``. Allowed while the gate is BLOCKED."""
+
+    def list_retired_markers(self, operation_namespace: str | None = None) -> tuple[RetiredMarker, ...]:
+        """Every retired marker (append-only), by operation and ordinal."""
 
     def list_unconfirmed_critical_commits(self) -> tuple[UnconfirmedCriticalCommit, ...]:
         """Read-only, for reconciliation: every critical commit recorded as committed locally while

@@ -393,6 +393,35 @@ class OrphanMarker:
 
 
 @dataclass(frozen=True, slots=True)
+class MarkerRetirement:
+    """An operator's decision that an orphan MAY_ATTEMPT marker caused no remote effect.
+
+    ``actor`` must be an operator with a reconciliation id never used on the operation before;
+    ``evidence_digest`` names the evidence the decision rests on (e.g. the receiver's job list)."""
+
+    operation_id: str
+    attempt_ordinal: int
+    marker_digest: str
+    evidence_digest: str
+    actor: Actor
+
+
+@dataclass(frozen=True, slots=True)
+class RetiredMarker:
+    """An append-only record of a retired orphan marker; its ordinal is consumed for good."""
+
+    operation_namespace: str
+    operation_id: str
+    attempt_ordinal: int
+    attempt_id: str
+    marker_digest: str
+    reconciliation_id: str
+    evidence_digest: str
+    actor_id: str
+    retired_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class RetentionReport:
     observations_deleted: int
     tombstones_kept: int

@@ -117,7 +117,8 @@ class JournalMachine(RuleBasedStateMachine):
         op = self._op(index)
         if op.axes.execution_state not in (ExecutionState.SEALED, ExecutionState.RETRY_WAIT):
             # The supervisor never publishes a marker for an operation it cannot submit (a published
-            # marker binds the revision, and an orphan blocks that ordinal for good): ask directly.
+            # marker binds the revision, and an orphan blocks that ordinal until an operator
+            # retires it): ask directly.
             self.journal.acquire_lease(LeaseRequest(LeaseKind.MUTATION, op.operation_id, "worker", timedelta(hours=1)))
             with pytest.raises((JournalRejection, DeliveryError)):  # wrong state, or gate closed first
                 self.journal.reserve_and_mark_submitting(SubmitRequest(

@@ -24,9 +24,10 @@ from sink.contracts.errors import DeliveryError, ErrorCode
 from sink.contracts.state import AcknowledgementState
 from sink.journal.frontier import plan_promotion
 from sink.journal.ids import operation_id_for, require_digest
+from sink.journal.marker_policy import check_retirement_request
 from sink.journal.markers import StoredMarker, UnreadableMarker, namespace_key
 from sink.journal.port import JournalRejection, RejectionReason, TransitionRejected
-from sink.journal.postgres import admission, effects, submit
+from sink.journal.postgres import admission, effects, retirement, submit
 from sink.journal.postgres.base import PostgresJournalBase
 from sink.journal.postgres.connection import Cursor
 from sink.journal.postgres.rows import OPERATION_COLUMNS, operation_of, to_timestamp
@@ -38,6 +39,7 @@ from sink.journal.records import (
     FrontierResult,
     GenerationInterval,
     LeaseKind,
+    MarkerRetirement,
     Observation,
     OperationRow,
     OrphanMarker,
@@ -45,6 +47,7 @@ from sink.journal.records import (
     ParentRecord,
     Receipt,
     RetentionReport,
+    RetiredMarker,
     SubmitGrant,
     SubmitRequest,
     TransitionRequest,
@@ -203,12 +206,11 @@ class PostgresJournal(PostgresJournalBase):
             if raises_effect_index(row.axes, target) and not lock_domain:
                 raise _DomainLockNeeded
             reconciliation_id = request.actor.reconciliation_id
-            if reconciliation_id is not None:
-                cur.execute("SELECT 1 FROM transition_log WHERE operation_id = %s AND reconciliation_id = %s",
-                            (row.operation_id, reconciliation_id))
-                if cur.fetchone() is not None:
-                    raise TransitionRejected(RejectionReason.INVALID_REQUEST,
-                                             "a reconciliation id is never reused on one operation")
+            if reconciliation_id is not None and retirement.reconciliation_used(
+                cur, row.operation_id, reconciliation_id
+            ):
+                raise TransitionRejected(RejectionReason.INVALID_REQUEST,
+                                         "a reconciliation id is never reused on one operation")
             if request.receipt is not None:
                 self._store_receipt(cur, row.operation_id, request.receipt)
             updated = self._cas_axes(
@@ -343,6 +345,19 @@ class PostgresJournal(PostgresJournalBase):
                 for r in cur.fetchall()
             )
 
+    def retire_orphan_marker(self, request: MarkerRetirement) -> OperationRow:
+        reconciliation_id = check_retirement_request(request)
+        with self._db.write(f"retire_marker:{request.operation_id}", critical=True) as cur:
+            row = self._require_operation(cur, request.operation_id, "FOR UPDATE")
+            stored = self._markers.get(row.operation_namespace, row.operation_id, request.attempt_ordinal)
+            retirement.record_retirement(cur, row, request, reconciliation_id, stored)
+            self._fault("retire_marker.recorded")
+            return self._require_operation(cur, row.operation_id)
+
+    def list_retired_markers(self, operation_namespace: str | None = None) -> tuple[RetiredMarker, ...]:
+        with self._db.read() as cur:
+            return retirement.list_retired(cur, operation_namespace)
+
     def find_orphan_markers(self, operation_namespace: str | None = None) -> tuple[OrphanMarker, ...]:
         wanted_key = None if operation_namespace is None else namespace_key(operation_namespace)
         orphans: list[OrphanMarker] = []
@@ -355,6 +370,8 @@ class PostgresJournal(PostgresJournalBase):
                     continue
                 if operation_namespace is not None and entry.marker.operation_namespace != operation_namespace:
                     continue
+                if retirement.is_retired(cur, entry):
+                    continue  # retired by an operator with evidence: listed by list_retired_markers
                 reason = _marker_mismatch(cur, entry)
                 if reason is not None:
                     m = entry.marker

@@ -45,7 +45,7 @@ from sink.journal.sqlite.codec import (
     observation_from_row,
     parent_from_row,
 )
-from sink.journal.sqlite.inspection import SqliteInspection
+from sink.journal.sqlite.retirement import SqliteRetirement, reconciliation_used
 from sink.journal.submit_policy import check_not_stale, check_submit_permitted
 from sink.journal.transition_policy import (
     check_revision,
@@ -60,7 +60,7 @@ from sink.journal.transition_policy import (
 )
 
 
-class SqliteJournal(SqliteInspection):
+class SqliteJournal(SqliteRetirement):
     """DeliveryJournalPort over one SQLite file (WAL, synchronous=FULL)."""
 
     def get_parent(self, parent_id: str) -> ParentRecord | None:
@@ -194,7 +194,7 @@ class SqliteJournal(SqliteInspection):
                 owner = require_lease_owner(chosen, kind, request.lease_owner)
                 self._require_lease(conn, now, kind, lease_subject(kind, row.operation_id, row.parent_id),
                                     owner, rejection=TransitionRejected)
-            if request.actor.reconciliation_id is not None and _reconciliation_used(
+            if request.actor.reconciliation_id is not None and reconciliation_used(
                 conn, row.operation_id, request.actor.reconciliation_id
             ):
                 raise TransitionRejected(
@@ -343,13 +343,6 @@ def _require_same_intent(existing: AdmittedParent, admission: ParentAdmission) -
         raise DeliveryError(
             ErrorCode.INTENT_CONFLICT, f"parent {existing.parent.parent_id} is admitted with a different plan/intent"
         )
-
-
-def _reconciliation_used(conn: sqlite3.Connection, operation_id: str, reconciliation_id: str) -> bool:
-    return conn.execute(
-        "SELECT 1 FROM transition_log WHERE operation_id = ? AND reconciliation_id = ?",
-        (operation_id, reconciliation_id),
-    ).fetchone() is not None
 
 
 def open_sqlite_journal(path: Path | str, *, markers: MarkerStore, **options: Any) -> SqliteJournal:

@@ -164,6 +164,12 @@ class SqliteInspection(SqliteJournalBase):
                 if operation_namespace is not None and entry.marker.operation_namespace != operation_namespace:
                     continue
                 m = entry.marker
+                if conn.execute(
+                    "SELECT 1 FROM retired_markers WHERE operation_id = ? AND attempt_ordinal = ? "
+                    "AND marker_digest = ?",
+                    (m.operation_id, m.attempt_ordinal, entry.digest),
+                ).fetchone() is not None:
+                    continue  # retired by an operator with evidence: listed by list_retired_markers
                 found = conn.execute(
                     "SELECT * FROM attempts WHERE operation_id = ? AND attempt_ordinal = ?",
                     (m.operation_id, m.attempt_ordinal),

@@ -146,6 +146,27 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
         CREATE INDEX capacity_reservations_by_operation ON capacity_reservations (operation_id);
         """,
     ),
+    (
+        3,
+        # Append-only record of orphan MAY_ATTEMPT markers an operator retired with evidence; a
+        # retired ordinal is consumed for good (one row per operation and ordinal).
+        """
+        CREATE TABLE retired_markers (
+            operation_namespace TEXT NOT NULL,
+            operation_id TEXT NOT NULL REFERENCES operations (operation_id),
+            attempt_ordinal INTEGER NOT NULL CHECK (attempt_ordinal >= 1),
+            attempt_id TEXT NOT NULL UNIQUE,
+            marker_digest TEXT NOT NULL,
+            reconciliation_id TEXT NOT NULL,
+            evidence_digest TEXT NOT NULL,
+            actor_id TEXT NOT NULL,
+            retired_at TEXT NOT NULL,
+            PRIMARY KEY (operation_id, attempt_ordinal),
+            UNIQUE (operation_id, reconciliation_id)
+        );
+        CREATE INDEX retired_markers_by_namespace ON retired_markers (operation_namespace)
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]
