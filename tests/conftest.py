@@ -14,10 +14,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from sink.journal.postgres.cluster import Cluster, ClusterSet, ClusterUnavailable, start_primary
+from sink.journal.postgres.cluster import (
+    Cluster,
+    ClusterSet,
+    ClusterUnavailable,
+    find_server_binaries,
+    start_primary,
+)
 
 ENV_DSN = "RESTPROOF_PG_DSN"
 ENV_REQUIRE = "RESTPROOF_REQUIRE_POSTGRES"
@@ -27,6 +34,16 @@ def _postgres_unavailable(reason: str) -> None:
     if os.environ.get(ENV_REQUIRE) == "1":
         pytest.fail(f"PostgreSQL required ({ENV_REQUIRE}=1) but unavailable: {reason}", pytrace=False)
     pytest.skip(f"PostgreSQL unavailable: {reason} (set {ENV_DSN} to use an existing server)")
+
+
+@pytest.fixture(scope="session")
+def pg_server_binaries() -> Path:
+    """The server binaries' directory; skip with the reason, or fail in CI, when absent."""
+    try:
+        return find_server_binaries()
+    except ClusterUnavailable as exc:
+        _postgres_unavailable(f"server binaries not installed: {exc}")
+        raise  # unreachable: the call above always skips or fails
 
 
 @pytest.fixture(scope="session")

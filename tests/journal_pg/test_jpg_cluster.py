@@ -7,16 +7,15 @@ from pathlib import Path
 import pytest
 
 from sink.journal.postgres import cluster as cluster_module
-from sink.journal.postgres.cluster import Cluster, ClusterSet, ClusterUnavailable, find_server_binaries
+from sink.journal.postgres.cluster import Cluster, ClusterSet, ClusterUnavailable
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(60)]
 
 
-def test_jpg_failing_server_tool_raises_cluster_unavailable_with_its_message(tmp_path: Path) -> None:
-    try:
-        bin_dir = find_server_binaries()
-    except ClusterUnavailable as exc:
-        pytest.skip(f"PostgreSQL server binaries not installed: {exc}")
+def test_jpg_failing_server_tool_raises_cluster_unavailable_with_its_message(
+    tmp_path: Path, pg_server_binaries: Path
+) -> None:
+    bin_dir = pg_server_binaries
     tmp_path.chmod(0o777)  # the tool may run as `postgres`
     broken = Cluster(bin_dir=bin_dir, base_dir=tmp_path, port=1, name="absent", owned_base=False)
     with pytest.raises(ClusterUnavailable, match="pg_ctl failed"):
