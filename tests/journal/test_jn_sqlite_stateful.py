@@ -65,6 +65,10 @@ class JournalMachine(RuleBasedStateMachine):
         ]
         self.op_ids = [seal(self.journal, c).operation_id for p in self.parents for c in p.children]
         self.revisions = {op_id: 1 for op_id in self.op_ids}
+        # The model of the journal's capacity rule: a granted submit holds a slot until the durable
+        # RETRY_WAIT or a FINALIZED-not-UNKNOWN transition releases it; nothing re-acquires it (a
+        # later reconciliation to UNKNOWN of a finished remote job does not take a slot again).
+        self.slot_released = {op_id: True for op_id in self.op_ids}
         self.frontiers: dict[str, int | None] = {p.parent.parent_id: None for p in self.parents}
 
     def teardown(self) -> None:
@@ -101,6 +105,11 @@ class JournalMachine(RuleBasedStateMachine):
         assert moved.revision == op.revision + 1
         event(f"reached {moved.axes.execution_state}/{moved.axes.remote_effect}")
         self.revisions[op.operation_id] = moved.revision
+        target = moved.axes
+        if target.execution_state is ExecutionState.RETRY_WAIT or (
+            target.execution_state is ExecutionState.FINALIZED and target.remote_effect is not RemoteEffect.UNKNOWN
+        ):
+            self.slot_released[op.operation_id] = True
 
     @rule(index=st.integers(0, 5), stale_by=st.integers(1, 3))
     def stale_cas_changes_nothing(self, index: int, stale_by: int) -> None:
@@ -134,6 +143,7 @@ class JournalMachine(RuleBasedStateMachine):
         assert grant.operation.revision == op.revision + 1
         event("submit granted")
         self.revisions[op.operation_id] = grant.operation.revision
+        self.slot_released[op.operation_id] = False
 
     @rule(which=st.integers(0, 2))
     def promote(self, which: int) -> None:
@@ -182,7 +192,10 @@ class JournalMachine(RuleBasedStateMachine):
         for i in range(len(self.op_ids)):
             op = self._op(i)
             attempts = self.journal.list_attempts(op.operation_id)
-            if op.axes.execution_state in HOLDS_SLOT or (attempts and op.axes.remote_effect is RemoteEffect.UNKNOWN):
+            unknown_unreleased = (
+                op.axes.remote_effect is RemoteEffect.UNKNOWN and not self.slot_released[op.operation_id]
+            )
+            if op.axes.execution_state in HOLDS_SLOT or (attempts and unknown_unreleased):
                 assert attempts and attempts[-1].attempt_id in held, op.axes
             if op.axes.execution_state in (ExecutionState.PLANNED, ExecutionState.SEALED, ExecutionState.RETRY_WAIT):
                 assert not held.intersection(a.attempt_id for a in attempts)
