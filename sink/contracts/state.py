@@ -6,7 +6,15 @@ and only the tuples and transitions listed in the design contract (sink/design) 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any, Protocol
+
+
+class Columns(Protocol):
+    """Anything indexed by column name: a dict, a YAML mapping, a sqlite3.Row, a psycopg dict row."""
+
+    def __getitem__(self, key: str, /) -> Any: ...
 
 
 class ExecutionState(StrEnum):
@@ -59,3 +67,33 @@ AXES: tuple[tuple[str, type[StrEnum]], ...] = (
     ("verification_state", VerificationState),
     ("checkpoint_state", CheckpointState),
 )
+
+
+@dataclass(frozen=True, slots=True)
+class StateTuple:
+    """One value of each axis: the unit the design contract lists as legal, initial or terminal."""
+
+    execution_state: ExecutionState
+    remote_effect: RemoteEffect
+    acknowledgement_state: AcknowledgementState
+    verification_state: VerificationState
+    checkpoint_state: CheckpointState
+
+    @classmethod
+    def from_mapping(cls, entry: Columns) -> StateTuple:
+        return cls(
+            ExecutionState(entry["execution_state"]),
+            RemoteEffect(entry["remote_effect"]),
+            AcknowledgementState(entry["acknowledgement_state"]),
+            VerificationState(entry["verification_state"]),
+            CheckpointState(entry["checkpoint_state"]),
+        )
+
+    def as_dict(self) -> dict[str, str]:
+        return {
+            "execution_state": self.execution_state.value,
+            "remote_effect": self.remote_effect.value,
+            "acknowledgement_state": self.acknowledgement_state.value,
+            "verification_state": self.verification_state.value,
+            "checkpoint_state": self.checkpoint_state.value,
+        }

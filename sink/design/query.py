@@ -16,13 +16,7 @@ from typing import Any
 
 from sink.bounded_yaml import BoundedYamlError, load_bounded_yaml_file
 from sink.contracts.errors import ErrorCode
-from sink.contracts.state import (
-    AcknowledgementState,
-    CheckpointState,
-    ExecutionState,
-    RemoteEffect,
-    VerificationState,
-)
+from sink.contracts.state import StateTuple  # re-exported (see __all__): the contract's unit of state
 from sink.design.findings import Finding, report
 from sink.design.validator import contract_id_of, validate_document, yaml_finding
 
@@ -44,34 +38,6 @@ def bundled_contract_path() -> Path:
 
 
 BUNDLED_CONTRACT = bundled_contract_path()
-
-
-@dataclass(frozen=True, slots=True)
-class StateTuple:
-    execution_state: ExecutionState
-    remote_effect: RemoteEffect
-    acknowledgement_state: AcknowledgementState
-    verification_state: VerificationState
-    checkpoint_state: CheckpointState
-
-    @classmethod
-    def from_mapping(cls, entry: dict[str, Any]) -> StateTuple:
-        return cls(
-            ExecutionState(entry["execution_state"]),
-            RemoteEffect(entry["remote_effect"]),
-            AcknowledgementState(entry["acknowledgement_state"]),
-            VerificationState(entry["verification_state"]),
-            CheckpointState(entry["checkpoint_state"]),
-        )
-
-    def as_dict(self) -> dict[str, str]:
-        return {
-            "execution_state": self.execution_state.value,
-            "remote_effect": self.remote_effect.value,
-            "acknowledgement_state": self.acknowledgement_state.value,
-            "verification_state": self.verification_state.value,
-            "checkpoint_state": self.checkpoint_state.value,
-        }
 
 
 class TransitionKind(StrEnum):

@@ -13,7 +13,6 @@ from sink.contracts.state import CheckpointState
 from sink.design.query import DesignContract, TransitionKind
 from sink.journal.port import RejectionReason, TransitionRejected
 from sink.journal.records import AdmittedParent, AxesState, FrontierResult, OperationRow
-from sink.journal.transition_policy import to_state_tuple
 
 
 def contiguous_frontier(eligible_by_order: Iterable[tuple[int, bool]], current: int | None = None) -> int | None:
@@ -60,7 +59,7 @@ def plan_promotion(
         if child.axes.checkpoint_state is not CheckpointState.ELIGIBLE:
             continue
         target = replace(child.axes, checkpoint_state=CheckpointState.PROMOTED)
-        transition = contract.find_transition(to_state_tuple(child.axes), to_state_tuple(target))
+        transition = contract.find_transition(child.axes, target)
         if transition is None or transition.kind is not TransitionKind.AUTOMATIC:
             raise TransitionRejected(
                 RejectionReason.ILLEGAL_TRANSITION, f"no automatic promotion listed for {child.operation_id}"

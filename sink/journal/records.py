@@ -16,6 +16,7 @@ from sink.contracts.state import (
     CheckpointState,
     ExecutionState,
     RemoteEffect,
+    StateTuple,
     VerificationState,
 )
 from sink.journal.ids import (
@@ -82,15 +83,9 @@ class ScopeRange:
         return self.start < other.end and other.start < self.end
 
 
-@dataclass(frozen=True, slots=True)
-class AxesState:
-    """The five independent outcome axes of one operation (seed: "Outcome model")."""
-
-    execution_state: ExecutionState
-    remote_effect: RemoteEffect
-    acknowledgement_state: AcknowledgementState
-    verification_state: VerificationState
-    checkpoint_state: CheckpointState
+# The five independent outcome axes of one operation (seed: "Outcome model") are exactly the
+# design contract's state tuple, so the journal stores and checks one type, with no conversion.
+AxesState = StateTuple
 
 
 INITIAL_AXES = AxesState(

@@ -7,32 +7,12 @@ module answers with the contract transition to apply or raises TransitionRejecte
 from __future__ import annotations
 
 from sink.contracts.state import CheckpointState, ExecutionState, RemoteEffect
-from sink.design.query import DesignContract, StateTuple, Transition, TransitionKind
+from sink.design.query import DesignContract, Transition, TransitionKind
 from sink.journal.port import RejectionReason, TransitionRejected
 from sink.journal.records import Actor, ActorKind, AxesState, LeaseKind
 
 SUBMIT_SOURCES = frozenset({ExecutionState.SEALED, ExecutionState.RETRY_WAIT})
 """The only execution states the critical submit path may start from (never SUBMITTING)."""
-
-
-def to_state_tuple(axes: AxesState) -> StateTuple:
-    return StateTuple(
-        execution_state=axes.execution_state,
-        remote_effect=axes.remote_effect,
-        acknowledgement_state=axes.acknowledgement_state,
-        verification_state=axes.verification_state,
-        checkpoint_state=axes.checkpoint_state,
-    )
-
-
-def to_axes(state: StateTuple) -> AxesState:
-    return AxesState(
-        state.execution_state,
-        state.remote_effect,
-        state.acknowledgement_state,
-        state.verification_state,
-        state.checkpoint_state,
-    )
 
 
 def check_revision(operation_id: str, stored: int, expected: int) -> None:
@@ -57,7 +37,7 @@ def resolve_transition(
     contract: DesignContract, current: AxesState, transition_id: str, actor: Actor
 ) -> Transition:
     """A contract transition other than a submit or a checkpoint promotion."""
-    transition = contract.transition_by_id(transition_id, to_state_tuple(current))
+    transition = contract.transition_by_id(transition_id, current)
     if transition is None:
         raise TransitionRejected(
             RejectionReason.ILLEGAL_TRANSITION,
@@ -135,7 +115,7 @@ def resolve_submit(contract: DesignContract, current: AxesState, transition_id: 
             RejectionReason.SUBMIT_NOT_PERMITTED_FROM_STATE,
             f"no submit from {current.execution_state}/{current.remote_effect}: observe or reconcile instead",
         )
-    source = to_state_tuple(current)
+    source = current
     candidates = [
         t
         for t in contract.transitions_from(source)

@@ -38,7 +38,7 @@ from sink.journal.records import (
 )
 from sink.journal.sqlite.adapter import open_sqlite_journal
 from sink.journal.submit_policy import in_flight
-from sink.journal.transition_policy import required_leases, to_state_tuple
+from sink.journal.transition_policy import required_leases
 
 CONTRACT = load_design_contract()
 OPERATOR_IDS = itertools.count()
@@ -84,7 +84,7 @@ class JournalMachine(RuleBasedStateMachine):
           happy=st.booleans())
     def contract_transition(self, index: int, choice: int, allow_abandon: int, happy: bool) -> None:
         op = self._op(index)
-        options = [t for t in CONTRACT.transitions_from(to_state_tuple(op.axes))
+        options = [t for t in CONTRACT.transitions_from(op.axes)
                    if t.target.execution_state is not ExecutionState.SUBMITTING
                    and t.target.checkpoint_state is not CheckpointState.PROMOTED
                    # Abandoning before any submit ends the operation's story early: keep it rare.
@@ -114,7 +114,7 @@ class JournalMachine(RuleBasedStateMachine):
     @rule(index=st.integers(0, 5), stale_by=st.integers(1, 3))
     def stale_cas_changes_nothing(self, index: int, stale_by: int) -> None:
         op = self._op(index)
-        options = CONTRACT.transitions_from(to_state_tuple(op.axes))
+        options = CONTRACT.transitions_from(op.axes)
         if not options or op.revision < stale_by:
             return
         with pytest.raises(JournalRejection):
@@ -171,7 +171,7 @@ class JournalMachine(RuleBasedStateMachine):
         for op_id in self.op_ids:
             op = self.journal.get_operation(op_id)
             assert op is not None
-            assert CONTRACT.is_legal(to_state_tuple(op.axes))
+            assert CONTRACT.is_legal(op.axes)
             assert op.revision == self.revisions[op_id]
             assert [a.attempt_ordinal for a in self.journal.list_attempts(op_id)] == list(
                 range(1, op.attempt_count + 1))

@@ -61,7 +61,6 @@ from sink.journal.transition_policy import (
     require_lease_owner,
     required_leases,
     resolve_transition,
-    to_axes,
 )
 
 
@@ -144,7 +143,7 @@ class PostgresJournal(PostgresJournalBase):
             with self._db.write(f"admit_parent:{request.parent_id}", critical=True) as cur:
                 gate = self._gate(cur)
                 admitted = admission.admit(cur, request, journal_epoch=gate.journal_epoch,
-                                           initial=to_axes(self._contract.initial), fault=self._fault)
+                                           initial=self._contract.initial, fault=self._fault)
                 if admitted.created:
                     self._fault("admit.before_commit")
         except UniqueViolation:
@@ -202,7 +201,7 @@ class PostgresJournal(PostgresJournalBase):
                 owner = require_lease_owner(chosen, kind, request.lease_owner)
                 self._require_lease(cur, kind, lease_subject(kind, row.operation_id, row.parent_id),
                                     owner, rejection=TransitionRejected)
-            target = to_axes(chosen.target)
+            target = chosen.target
             if raises_effect_index(row.axes, target) and not lock_domain:
                 raise _DomainLockNeeded
             reconciliation_id = request.actor.reconciliation_id

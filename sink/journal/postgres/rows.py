@@ -7,13 +7,6 @@ from typing import Any
 
 from psycopg.types.range import Range
 
-from sink.contracts.state import (
-    AcknowledgementState,
-    CheckpointState,
-    ExecutionState,
-    RemoteEffect,
-    VerificationState,
-)
 from sink.journal.records import (
     AxesState,
     ChildDescriptor,
@@ -64,13 +57,7 @@ def generation_of(row: Row) -> GenerationKey:
 
 
 def axes_of(row: Row) -> AxesState:
-    return AxesState(
-        ExecutionState(row["execution_state"]),
-        RemoteEffect(row["remote_effect"]),
-        AcknowledgementState(row["acknowledgement_state"]),
-        VerificationState(row["verification_state"]),
-        CheckpointState(row["checkpoint_state"]),
-    )
+    return AxesState.from_mapping(row)
 
 
 def descriptor_of(row: Row) -> ChildDescriptor:

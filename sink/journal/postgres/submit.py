@@ -31,7 +31,7 @@ from sink.journal.postgres import effects
 from sink.journal.postgres.connection import Cursor
 from sink.journal.postgres.rows import OPERATION_COLUMNS, Row, operation_of
 from sink.journal.records import Attempt, OperationRow, SubmitGrant, SubmitRequest
-from sink.journal.transition_policy import check_revision, resolve_submit, to_axes
+from sink.journal.transition_policy import check_revision, resolve_submit
 
 ATTEMPT_COLUMNS = (
     "operation_id, attempt_ordinal, attempt_id, marker_digest, expected_revision, journal_epoch, "
@@ -150,7 +150,7 @@ def critical_submit(cur: Cursor, request: SubmitRequest, *, contract: DesignCont
         raise CapacityExhausted(RejectionReason.CAPACITY_EXHAUSTED,
                                 f"all {appended['scope_slots']} slots of {request.capacity_scope} are reserved")
     fault("submit.attempt_appended")
-    updated = cas_axes(cur, row, to_axes(chosen.target), transition_id=chosen.id, actor_kind="automatic",
+    updated = cas_axes(cur, row, chosen.target, transition_id=chosen.id, actor_kind="automatic",
                        actor_id=request.lease_owner, reconciliation_id=None, evidence_digest=request.marker_digest,
                        extra_attempt=True)
     fault("submit.before_commit")

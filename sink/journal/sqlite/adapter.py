@@ -56,7 +56,6 @@ from sink.journal.transition_policy import (
     required_leases,
     resolve_submit,
     resolve_transition,
-    to_axes,
 )
 
 
@@ -131,7 +130,7 @@ class SqliteJournal(SqliteRetirement):
                  len(admission.children), encode_time(now)),
             )
             self._fault("admit.parent_inserted")
-            initial = to_axes(self._contract.initial)
+            initial = self._contract.initial
             for child in admission.children:
                 conn.execute(
                     f"INSERT INTO operations ({OPERATION_COLUMNS}) VALUES ({', '.join('?' * 25)})",  # noqa: S608
@@ -200,7 +199,7 @@ class SqliteJournal(SqliteRetirement):
                 raise TransitionRejected(
                     RejectionReason.INVALID_REQUEST, "a reconciliation id is never reused on one operation"
                 )
-            target = to_axes(chosen.target)
+            target = chosen.target
             if request.receipt is not None:
                 self._store_receipt(conn, row.operation_id, request.receipt, now)
             self._cas_axes(
@@ -278,7 +277,7 @@ class SqliteJournal(SqliteRetirement):
             self._reserve_capacity(conn, request.capacity_scope, request.attempt_id, row.operation_id, now)
             self._fault("submit.attempt_appended")
             self._cas_axes(
-                conn, row, to_axes(chosen.target), transition_id=chosen.id, now=now, actor_kind="automatic",
+                conn, row, chosen.target, transition_id=chosen.id, now=now, actor_kind="automatic",
                 actor_id=request.lease_owner, reconciliation_id=None, evidence_digest=request.marker_digest,
                 extra_attempt=True,
             )

@@ -7,10 +7,6 @@ from datetime import UTC, datetime
 
 from sink.contracts.state import (
     AcknowledgementState,
-    CheckpointState,
-    ExecutionState,
-    RemoteEffect,
-    VerificationState,
 )
 from sink.journal.records import (
     Attempt,
@@ -77,13 +73,7 @@ def operation_from_row(row: sqlite3.Row) -> OperationRow:
         effect_conflict_domain=row["effect_conflict_domain"],
         mutation_kind=MutationKind(row["mutation_kind"]),
     )
-    axes = AxesState(
-        ExecutionState(row["execution_state"]),
-        RemoteEffect(row["remote_effect"]),
-        AcknowledgementState(row["acknowledgement_state"]),
-        VerificationState(row["verification_state"]),
-        CheckpointState(row["checkpoint_state"]),
-    )
+    axes = AxesState.from_mapping(row)
     return OperationRow(
         operation_id=row["operation_id"],
         parent_id=row["parent_id"],
