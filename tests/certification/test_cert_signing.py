@@ -16,10 +16,10 @@ from certification.signing import (
     TEST_RESULT_PREDICATE,
     TEST_RESULT_SUFFIX,
     SigningError,
+    build_test_result_predicate,
     generate_key,
     load_signer,
     sign_artifact,
-    build_test_result_predicate,
 )
 from certification.verify import VerificationFailed, pae, verify_artifact
 
