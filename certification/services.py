@@ -1,0 +1,193 @@
+"""The receiver and the fault proxy as separate processes on free 127.0.0.1 ports.
+
+The harness talks to them only over their HTTP APIs (admin API of the receiver, control API of
+the proxy) and starts them with the same console entry points a user runs, so a certification run
+exercises exactly what ships. Every state-changing admin/control call carries the
+``X-Restproof-Admin: 1`` header both servers require against cross-site requests.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ADMIN_HEADERS = {"X-Restproof-Admin": "1"}
+START_TIMEOUT_S = 30.0
+PAGE_LIMIT = 1000
+
+
+class ServiceUnavailable(RuntimeError):
+    """A harness service did not start or stopped answering (exit class 3 of ``certify``)."""
+
+
+def _wait_for_file(path: Path, process: subprocess.Popen[bytes], what: str) -> dict[str, Any]:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if path.exists():
+            try:
+                document = json.loads(path.read_text())
+            except ValueError:
+                document = None  # written atomically by both servers, but be patient with a reader race
+            if isinstance(document, dict):
+                return document
+        if process.poll() is not None:
+            raise ServiceUnavailable(f"{what} exited with status {process.returncode} before it was ready")
+        time.sleep(0.05)
+    process.kill()
+    raise ServiceUnavailable(f"{what} was not ready within {START_TIMEOUT_S:.0f} s")
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@dataclass
+class Receiver:
+    process: subprocess.Popen[bytes]
+    data_url: str
+    admin_url: str
+    client: httpx.Client
+
+    def _pages(self, path: str, **filters: str) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        after: int | None = None
+        while True:
+            params: dict[str, Any] = {"limit": PAGE_LIMIT, **filters}
+            if after is not None:
+                params["after_id"] = after
+            page = self._get(path, params)
+            items.extend(page["items"])
+            after = page.get("next_after")
+            if after is None:
+                return items
+
+    def _get(self, path: str, params: dict[str, Any] | None = None) -> Any:
+        try:
+            response = self.client.get(self.admin_url + path, params=params)
+        except httpx.HTTPError as exc:
+            raise ServiceUnavailable(f"receiver admin API unreachable: {type(exc).__name__}") from None
+        if response.status_code != 200:
+            raise ServiceUnavailable(f"receiver admin API answered {response.status_code} for {path}")
+        return response.json()
+
+    def requests(self) -> list[dict[str, Any]]:
+        return self._pages("/_admin/requests")
+
+    def effects(self) -> list[dict[str, Any]]:
+        return self._pages("/_admin/effects")
+
+    def jobs(self) -> list[dict[str, Any]]:
+        return self._pages("/_admin/jobs")
+
+    def summary(self, resource: str, range_start: str, range_end: str) -> dict[str, Any]:
+        response = self.client.get(
+            f"{self.data_url}/mock/v1/resources/{resource}/summary",
+            params={"range_start": range_start, "range_end": range_end},
+        )
+        response.raise_for_status()
+        document: dict[str, Any] = response.json()
+        return document
+
+    def post(self, path: str, body: dict[str, Any] | None = None) -> Any:
+        response = self.client.post(self.admin_url + path, json=body or {}, headers=ADMIN_HEADERS)
+        if response.status_code >= 400:
+            raise ServiceUnavailable(f"receiver admin API refused {path}: {response.status_code}")
+        return response.json() if response.content else None
+
+    def reset(self) -> None:
+        self.post("/_admin/reset")
+
+    def advance_clock(self, seconds: float) -> None:
+        self.post("/_admin/clock/advance", {"seconds": seconds})
+
+
+@contextmanager
+def receiver_process(behaviour: Path, state_dir: Path) -> Iterator[Receiver]:
+    state_dir.mkdir(parents=True, exist_ok=True)
+    endpoints = state_dir / "endpoints.json"
+    endpoints.unlink(missing_ok=True)
+    command = [
+        sys.executable, "-m", "mock_receiver", "serve", "--host", "127.0.0.1", "--port", "0",
+        "--admin-port", "0", "--behaviour", str(behaviour), "--state-dir", str(state_dir),
+    ]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with ExitStack() as stack:
+        stack.callback(_stop, process)
+        info = _wait_for_file(endpoints, process, "mock-receiver")
+        client = stack.enter_context(httpx.Client(timeout=30.0))
+        yield Receiver(process, str(info["data_url"]), str(info["admin_url"]), client)
+
+
+@dataclass
+class Proxy:
+    process: subprocess.Popen[bytes]
+    url: str
+    control_url: str
+    client: httpx.Client
+
+    def _call(self, method: str, path: str, body: Any = None) -> Any:
+        headers = ADMIN_HEADERS if method != "GET" else None
+        try:
+            response = self.client.request(method, self.control_url + path, json=body, headers=headers)
+        except httpx.HTTPError as exc:
+            raise ServiceUnavailable(f"fault-proxy control API unreachable: {type(exc).__name__}") from None
+        if response.status_code >= 400:
+            raise ServiceUnavailable(f"fault-proxy control API refused {method} {path}: {response.status_code}")
+        return response.json() if response.content else None
+
+    def add_rule(self, rule: dict[str, Any]) -> dict[str, Any]:
+        document: dict[str, Any] = self._call("POST", "/rules", rule)
+        return document
+
+    def reset(self, seed: int | None = None) -> None:
+        self._call("POST", "/reset", {} if seed is None else {"seed": seed})
+
+    def log(self) -> list[dict[str, Any]]:
+        entries: list[dict[str, Any]] = []
+        since = 0
+        while True:
+            page = self._call("GET", f"/log?since={since}")
+            entries.extend(page["entries"])
+            if not page["entries"]:
+                return entries
+            since = int(page["next_seq"])
+
+    def held(self) -> list[dict[str, Any]]:
+        document: list[dict[str, Any]] = self._call("GET", "/held")["held"]
+        return document
+
+    def release(self, hold_id: str) -> None:
+        self._call("POST", f"/held/{hold_id}/release")
+
+
+@contextmanager
+def proxy_process(upstream: str, work_dir: Path, seed: int) -> Iterator[Proxy]:
+    work_dir.mkdir(parents=True, exist_ok=True)
+    ready = work_dir / "proxy-ready.json"
+    ready.unlink(missing_ok=True)
+    command = [
+        sys.executable, "-m", "fault_proxy", "serve", "--listen", "127.0.0.1:0", "--upstream", upstream,
+        "--control", "127.0.0.1:0", "--seed", str(seed), "--ready-file", str(ready),
+    ]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with ExitStack() as stack:
+        stack.callback(_stop, process)
+        info = _wait_for_file(ready, process, "fault-proxy")
+        client = stack.enter_context(httpx.Client(timeout=30.0))
+        yield Proxy(process, f"http://{info['proxy']}", f"http://{info['control']}", client)
