@@ -18,6 +18,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
+from sink.contracts.profile_policy import TimeoutVector
+from sink.contracts.secret import SecretValue
+
 JsonScalar = str | int | bool | None
 
 
@@ -52,12 +55,17 @@ class FailureKind(StrEnum):
     IDLE_TIMEOUT = "idle_timeout"
     REQUEST_TOTAL_TIMEOUT = "request_total_timeout"
     PROTOCOL_ERROR = "protocol_error"
+    """The peer sent something that is not HTTP/1.1 (or broke framing) without a socket error."""
     RESPONSE_TOO_LARGE = "response_too_large"
     RESPONSE_UNPARSEABLE = "response_unparseable"
     REDIRECT_REFUSED = "redirect_refused"
     AUTHORITY_REFUSED = "authority_refused"
     CREDENTIAL_UNAVAILABLE = "credential_unavailable"
     BODY_UNAVAILABLE = "body_unavailable"
+    """The body source failed, or its bytes did not match the sealed length/digest: the request
+    was aborted before its last byte was handed to the kernel."""
+    CONNECTION_CLOSED = "connection_closed"
+    """The peer closed the connection cleanly (FIN) before the response was complete."""
 
 
 class SendCertainty(StrEnum):
@@ -81,6 +89,12 @@ class TransportEvidence:
     trace_steps: tuple[str, ...]
     """httpcore trace event names in order, e.g. ``http11.send_request_headers.started``."""
     elapsed_ms: int
+    resolved_address: str | None = None
+    """The IP address the connection used (resolved by the transport under ``dns_ms``)."""
+    response_status: int | None = None
+    """Status of a response whose head arrived but whose body did not complete."""
+    response_bytes_received: int = 0
+    """Response bytes read from the connection (head and body)."""
 
     def __post_init__(self) -> None:
         if self.certainty is SendCertainty.NOT_STARTED and self.request_bytes_to_kernel:
@@ -146,7 +160,59 @@ class PreparedRequest:
     content_type: str | None
     body: BodySource | None
     extract_pointers: tuple[str, ...] = ()
+    extract_headers: tuple[str, ...] = ()
+    """Header names (beyond the standard allowlist) whose bounded values become evidence: the
+    profile's header extractors."""
 
     def __post_init__(self) -> None:
         if not self.path_and_query.startswith("/") or self.path_and_query.startswith("//"):
             raise ValueError("the path must be relative to the bound authority")
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseBounds:
+    """Bounds of response parsing; beyond any of them the body is not evidence (``parse_problem``)."""
+
+    max_body_bytes: int = 1_048_576
+    max_depth: int = 32
+    max_fields: int = 10_000
+    """Upper bound on the JSON values in the document (members, elements and containers)."""
+    max_string_length: int = 4_096
+    max_header_value_length: int = 512
+
+    def __post_init__(self) -> None:
+        if min(self.max_body_bytes, self.max_depth, self.max_fields, self.max_string_length,
+               self.max_header_value_length) < 1:
+            raise ValueError("response bounds must be positive")
+
+
+@runtime_checkable
+class RestTransportPort(Protocol):
+    """Sends one prepared request to the binding's fixed authority and says how far it got.
+
+    Never raises for a network condition, a body-source failure or an unavailable credential:
+    those are evidence in the returned outcome."""
+
+    def send(
+        self, request: PreparedRequest, *, timeouts: TimeoutVector, bounds: ResponseBounds | None = None
+    ) -> TransportOutcome: ...
+
+    def close(self) -> None: ...
+
+
+class CredentialUnavailable(Exception):
+    """A credential reference could not be resolved. ``reason`` is a stable code; the message
+    never contains the secret, and never the reference's path or variable name either."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"credential unavailable: {reason}")
+        self.reason = reason
+
+
+@runtime_checkable
+class CredentialResolverPort(Protocol):
+    """Resolves a binding's ``credential_ref`` (``env://NAME``, ``file:///path``, ``vault://…``)
+    into a ``SecretValue``; raises ``CredentialUnavailable``. Called by each process itself, at
+    the last moment: a resolved secret is never handed to another process or stored."""
+
+    def resolve(self, credential_ref: str) -> SecretValue: ...
