@@ -29,7 +29,7 @@ def test_explicit_exit_class_wins_and_no_code_means_not_blocked() -> None:
 
 
 def test_unlisted_transition_is_refused() -> None:
-    with pytest.raises(PolicyContractError, match="retry_due.*submitting"):
+    with pytest.raises(PolicyContractError, match=r"retry_due.*submitting"):
         plan_move(CONTRACT, tuple_named("submitting"), "retry_due")
 
 
