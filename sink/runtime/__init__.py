@@ -17,10 +17,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sink.contracts.errors import ERROR_CATALOG, ErrorCode, ExitClass
+from sink.contracts.profile_ack import Extractor
 from sink.contracts.state import StateTuple
+from sink.contracts.transport import JsonScalar, ResponseEvidence
 from sink.design.query import DesignContract, Transition
 
-__all__ = ["ContractMove", "PolicyContractError", "plan_move"]
+__all__ = ["ContractMove", "PolicyContractError", "plan_move", "scalar_of"]
 
 
 class PolicyContractError(RuntimeError):
@@ -73,3 +75,13 @@ def plan_move(
     if exit_class is None and error_code is not None:
         exit_class = ERROR_CATALOG[error_code].exit_class
     return ContractMove(transition=transition, error_code=error_code, exit_class=exit_class)
+
+
+def scalar_of(response: ResponseEvidence, extractor: Extractor) -> JsonScalar:
+    """The bounded scalar a profile extractor names: a body JSON pointer (as the transport
+    extracted it) or an allowlisted response header (names are matched case-insensitively).
+    None when absent."""
+    if extractor.body_json_pointer is not None:
+        return response.scalars.get(extractor.body_json_pointer)
+    assert extractor.header is not None  # the Extractor model guarantees exactly one source
+    return response.headers.get(extractor.header.lower())

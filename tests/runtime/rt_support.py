@@ -38,7 +38,7 @@ def tuple_named(name: str) -> StateTuple:
 
 def _merge(base: dict[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
     for key, value in overrides.items():
-        if isinstance(value, Mapping) and isinstance(base.get(key), dict):
+        if isinstance(value, Mapping) and value and isinstance(base.get(key), dict):
             _merge(base[key], value)
         else:
             base[key] = value
