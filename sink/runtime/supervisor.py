@@ -30,13 +30,19 @@ from sink.contracts.transport import ResponseEvidence
 from sink.journal.port import JournalRejection
 from sink.journal.records import FrontierResult, LeaseKind, LeaseRequest, OperationRow
 from sink.runtime import plan_move
-from sink.runtime.failpoints import journal_point
+from sink.runtime.failpoints import journal_point, request_point
 from sink.runtime.journal_moves import JournalMoves, facts_digest
 from sink.runtime.observe_step import ObserveStep
 from sink.runtime.outcome import ChildOutcome, ChildStatus, outcome_of
 from sink.runtime.ports import SupervisorConfig, SupervisorPorts
 from sink.runtime.submit_step import SubmitStep
-from sink.runtime.verification import ExpectedDelivery, VerificationEvidence, extract_counters, verify
+from sink.runtime.verification import (
+    ExpectedDelivery,
+    ReceiverSummary,
+    VerificationEvidence,
+    extract_counters,
+    verify,
+)
 
 MAX_STEPS_PER_CHILD = 64
 """Every step moves the tuple forward along an acyclic contract path; a loop is a defect."""
@@ -153,8 +159,11 @@ class Supervisor:
         profile = self._config.profile
         expected: ExpectedDelivery = self._ports.requests.expected(row)
         counters = None if memory.response is None else extract_counters(memory.response, profile.result_policy)
+        if counters is not None and counters.accepted is None and counters.rejected is None:
+            counters = None  # an answer without counters (a proven duplicate): the summary decides
         evidence = VerificationEvidence(
-            expected=expected, counters=counters, receiver_reported_partial=memory.receiver_reported_partial,
+            expected=expected, counters=counters, summary=self._summary(row),
+            receiver_reported_partial=memory.receiver_reported_partial,
             rejection_proven=memory.rejection_proven, all_rows_accounted=profile.result_policy.all_rows_accounted,
         )
         decision = verify(evidence, current=row.axes, contract=self._ports.contract)
@@ -162,6 +171,25 @@ class Supervisor:
                           evidence_digest=facts_digest("restproof.runtime.verification",
                                                        {"outcome": decision.outcome.value, "rows": expected.rows}))
         memory.error_code = decision.move.error_code
+
+    def _summary(self, row: OperationRow) -> ReceiverSummary | None:
+        """The profile's certified read-only summary of the child's scope, if it has one and the
+        receiver answered it within bounds; None otherwise (verification then rests on counters)."""
+        spec = self._config.profile.verification
+        request = self._ports.requests.summary_request(row)
+        if spec is None or spec.summary is None or request is None:
+            return None
+        self._ports.failpoint(request_point("summary", "before_send"))
+        outcome = self._ports.transport.send(request, timeouts=self._config.profile.timeouts)
+        self._ports.failpoint(request_point("summary", "before_record_result"))
+        response = outcome.response
+        if response is None or response.status != 200:
+            return None
+        rows = response.scalars.get(spec.summary.row_count.body_json_pointer or "")
+        digest = response.scalars.get(spec.summary.content_digest.body_json_pointer or "")
+        if isinstance(rows, bool) or not isinstance(rows, int) or not isinstance(digest, str):
+            return None
+        return ReceiverSummary(row_count=rows, content_digest=digest)
 
     def _promote(self, parent_id: str) -> FrontierResult:
         self._lease(LeaseKind.CHECKPOINT, parent_id)

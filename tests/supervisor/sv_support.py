@@ -18,6 +18,9 @@ import httpx
 
 from sink.compiler import compile_files, default_paths
 from sink.contracts.plan import CompiledPlan
+from sink.contracts.profile import OperationProfile
+from sink.contracts.profile_ack import Extractor
+from sink.contracts.profile_verification import SummaryQuery, VerificationSpec
 from sink.contracts.transport import PreparedRequest
 from sink.design.query import load_design_contract
 from sink.journal.markers import FileMarkerStore
@@ -34,6 +37,7 @@ from sink.journal.records import (
 from sink.journal.sqlite.adapter import SqliteJournal, open_sqlite_journal
 from sink.runtime.backoff import DigestJitter
 from sink.runtime.ports import SupervisorConfig, SupervisorPorts
+from sink.runtime.summary_digest import rows_digest
 from sink.runtime.verification import ExpectedDelivery
 from sink.transport import HttpxRestTransport, NoAuth
 
@@ -102,7 +106,8 @@ class Services:
 def start_services(behaviour: str, work: Path) -> Services:
     state = work / "receiver"
     receiver = subprocess.Popen(
-        [str(Path(sys.executable).with_name("mock-receiver")), "serve", "--host", "127.0.0.1", "--port", "0", "--admin-port", "0",
+        [str(Path(sys.executable).with_name("mock-receiver")), "serve", "--host", "127.0.0.1", "--port", "0",
+         "--admin-port", "0",
          "--behaviour", str(REPO / "scenarios" / "receivers" / f"{behaviour}.yaml"), "--state-dir", str(state)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
@@ -118,8 +123,21 @@ def start_services(behaviour: str, work: Path) -> Services:
                     f"http://{info['proxy']}", f"http://{info['control']}")
 
 
+SUMMARY = VerificationSpec(summary=SummaryQuery(
+    method="GET", path="/mock/v1/resources/{resource}/summary",
+    query={"range_start": "{scope.from}", "range_end": "{scope.to}"},
+    row_count=Extractor(body_json_pointer="/row_count"), content_digest=Extractor(body_json_pointer="/content_digest"),
+    digest_scheme="mock-receiver.rows.v1",
+))
+
+
 def sync_plan() -> CompiledPlan:
     return compile_files(default_paths(REPO / "scenarios" / "workloads" / "measurements-sync.yaml"))
+
+
+def sync_profile(*, summary: bool = True) -> OperationProfile:
+    profile = sync_plan().operation
+    return profile.model_copy(update={"verification": SUMMARY}) if summary else profile
 
 
 class BytesBody:
@@ -173,10 +191,16 @@ class TestRequests:
         return None
 
     def summary_request(self, operation: OperationRow) -> PreparedRequest | None:
-        return None
+        child = self._children[operation.delivery_key]
+        return PreparedRequest(
+            method="GET",
+            path_and_query=f"/mock/v1/resources/measurements/summary?range_start={child.day}&range_end={child.next_day}",
+            semantic_headers=(), content_type=None, body=None, extract_pointers=("/row_count", "/content_digest"),
+        )
 
     def expected(self, operation: OperationRow) -> ExpectedDelivery:
-        return ExpectedDelivery(rows=len(self._children[operation.delivery_key].rows))
+        child = self._children[operation.delivery_key]
+        return ExpectedDelivery(rows=len(child.rows), content_digest=rows_digest(child.rows))
 
 
 def children_for(days: list[str], rows_per_day: int = 3) -> list[TestChild]:
@@ -231,16 +255,15 @@ class Rig:
 
 
 def rig(work: Path, proxy_url: str, children: list[TestChild], *, worker: str = "worker-1",
-        journal_path: Path | None = None) -> Rig:
+        journal_path: Path | None = None, summary: bool = True) -> Rig:
     markers = FileMarkerStore(work / "markers")
     journal = open_sqlite_journal(journal_path or work / "journal.sqlite3", markers=markers)
     journal.configure_capacity("mock", 4)
-    plan = sync_plan()
     clock = FakeClock()
     requests = TestRequests({c.key: c for c in children})
     ports = SupervisorPorts(
         journal=journal, markers=markers, transport=HttpxRestTransport(proxy_url, NoAuth()), requests=requests,
         contract=load_design_contract(), jitter_for=DigestJitter, clock=clock,
     )
-    config = SupervisorConfig(worker_id=worker, profile=plan.operation, capacity_scope="mock")
+    config = SupervisorConfig(worker_id=worker, profile=sync_profile(summary=summary), capacity_scope="mock")
     return Rig(journal, ports, config, clock, requests)

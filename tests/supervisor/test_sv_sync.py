@@ -10,15 +10,14 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from sv_support import Services, admit, children_for, rig, start_services, stop
 
 from sink.contracts.errors import ErrorCode, ExitClass
 from sink.contracts.state import ExecutionState, RemoteEffect
-from sink.runtime.outcome import ChildStatus, overall_exit
 from sink.journal.port import LeaseUnavailable
+from sink.runtime.outcome import ChildStatus, overall_exit
 from sink.runtime.submit_step import SubmitStep
 from sink.runtime.supervisor import Supervisor
-
-from sv_support import Services, admit, children_for, rig, start_services, stop
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -47,7 +46,7 @@ def _run(tmp_path: Path, services: Services, days: list[str], **kwargs: object):
 
 
 def test_a_clean_delivery_applies_each_child_once_and_promotes_the_frontier(tmp_path: Path, fresh: Services) -> None:
-    r, outcome = _run(tmp_path, fresh, ["2026-08-01", "2026-08-02", "2026-08-03"])
+    _, outcome = _run(tmp_path, fresh, ["2026-08-01", "2026-08-02", "2026-08-03"])
     assert [child.status for child in outcome.children] == [ChildStatus.COMPLETED] * 3
     assert overall_exit(list(outcome.children)) is ExitClass.OK
     assert outcome.frontier is not None and outcome.frontier.frontier_order == 2
@@ -65,11 +64,24 @@ def test_commit_then_cut_replays_the_same_key_and_applies_once(tmp_path: Path, f
     posts = [e for e in fresh.proxy_log() if e["method"] == "POST"]
     assert len(posts) == 2, "one cut request and one same-key replay"
     child = outcome.children[0]
-    # The 409 duplicate proves the same key and intent but carries no counters; without a
-    # read-only summary the effect cannot be proven full, so it is held UNKNOWN, never re-sent.
+    # The 409 duplicate proves the same key and intent but carries no counters: the certified
+    # read-only summary (row count and content digest of the scope) proves the full effect.
+    assert child.status is ChildStatus.COMPLETED
+    assert child.axes.remote_effect is RemoteEffect.FULLY_APPLIED
+    assert [a.attempt_ordinal for a in r.journal.list_attempts(child.operation_id)] == [1]
+
+
+def test_without_a_summary_a_counterless_duplicate_stays_unknown_and_is_never_resent(
+    tmp_path: Path, fresh: Services
+) -> None:
+    fresh.rule({"match": {"method": "POST"}, "fire": "once", "fault": {"action": "close", "phase": "response"}})
+    _, outcome = _run(tmp_path, fresh, ["2026-08-01"], summary=False)
+    child = outcome.children[0]
     assert child.axes.execution_state is ExecutionState.FINALIZED
-    assert child.axes.remote_effect in (RemoteEffect.FULLY_APPLIED, RemoteEffect.UNKNOWN)
-    assert r.journal.list_attempts(child.operation_id)[-1].attempt_ordinal == 1
+    assert child.axes.remote_effect is RemoteEffect.UNKNOWN
+    assert child.exit_class is ExitClass.EFFECT_UNKNOWN_OR_MANUAL
+    assert len(fresh.effects()) == 1
+    assert len([e for e in fresh.proxy_log() if e["method"] == "POST"]) == 2
 
 
 def test_a_cut_before_forwarding_is_retried_without_a_second_effect(tmp_path: Path, fresh: Services) -> None:
