@@ -11,9 +11,11 @@ from datetime import date
 from pydantic import ValidationError
 
 from sink.compiler.diagnostics import CompileError, Diagnostic, from_validation_error
+from sink.compiler.mapping_check import check_mapping
 from sink.compiler.semantics import binding_semantics_digest, profile_digests, semantic_value
 from sink.contracts.binding import ConnectionBinding
 from sink.contracts.environment import EnvironmentSnapshot
+from sink.contracts.mapping import PayloadMapping
 from sink.contracts.plan import (
     PLAN_SCHEMA_ID,
     CompiledPlan,
@@ -46,9 +48,14 @@ def compile_plan(
     profile: OperationProfile,
     binding: ConnectionBinding,
     environment: EnvironmentSnapshot,
+    *,
+    mapping: PayloadMapping | None = None,
 ) -> CompiledPlan:
-    """Resolve the three authorities into one immutable plan, or raise ``CompileError``."""
+    """Resolve the three authorities (and the workload's mapping) into one immutable plan, or
+    raise ``CompileError``. Without ``mapping`` the plan compiles but can not be prepared."""
     problems = _cross_check(workload, profile, binding, environment)
+    if mapping is not None:
+        problems.extend(check_mapping(workload, profile, mapping))
     if problems:
         raise CompileError(problems)
     semantics, policy, contract = profile_digests(profile)
@@ -83,6 +90,7 @@ def compile_plan(
             mutation=sink.mutation,
             mapping_ref=sink.payload.mapping_ref,
             preferred_window_days=_effective_window(workload, profile),
+            source=workload.source,
         ),
         "binding": PlanBinding(
             connection_ref=sink.connection_ref,
@@ -104,6 +112,7 @@ def compile_plan(
         "operation": profile,
         "required_capabilities": required_capabilities(profile, binding),
         "digests": digests,
+        "mapping": mapping,
     }
     return CompiledPlan(**fields, compiled_plan_digest=_plan_digest(fields))  # type: ignore[arg-type]
 
