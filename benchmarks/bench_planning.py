@@ -96,8 +96,8 @@ def frontier_breaches(children: tuple[ChildWindow, ...], samples: int, seed: int
         breaches += invalid_jumps(children, order, failed, restart_at=len(order) // 2)
         replayed += 1
     head = children[:7]
-    for order in itertools.permutations(range(len(head))):
-        breaches += invalid_jumps(head, list(order), set(), restart_at=3)
+    for permutation in itertools.permutations(range(len(head))):
+        breaches += invalid_jumps(head, list(permutation), set(), restart_at=3)
         replayed += 1
     return replayed, breaches
 
