@@ -152,6 +152,20 @@ class LocalArtifactStore:
             raise ArtifactMissing(f"{digest} is not stored") from None
         return LocalFileArtifact(path, digest, length, self._chunk_bytes)
 
+    def read_range(self, digest: str, start: int, end: int) -> Iterator[bytes]:
+        reader = self.open(digest)
+        if not 0 <= start <= end <= reader.length:
+            raise ArtifactCorrupt(f"range {start}..{end} lies outside {digest}")
+        with reader.path.open("rb") as handle:
+            handle.seek(start)
+            remaining = end - start
+            while remaining > 0:
+                chunk = handle.read(min(self._chunk_bytes, remaining))
+                if not chunk:
+                    raise ArtifactCorrupt(f"{digest} is shorter than its recorded length")
+                remaining -= len(chunk)
+                yield chunk
+
     def exists(self, digest: str) -> bool:
         return self._object_path(digest).is_file()
 

@@ -78,6 +78,10 @@ class ImmutableArtifactPort(Protocol):
     def open(self, digest: str) -> ArtifactReader:
         """``ArtifactMissing`` when absent."""
 
+    def read_range(self, digest: str, start: int, end: int) -> Iterator[bytes]:
+        """Bytes [start, end) in bounded chunks (a ranged GET), NOT verified: the caller checks
+        them against a digest of that range it already holds (the parent's per-day digests)."""
+
     def exists(self, digest: str) -> bool: ...
 
     def list_refs(self) -> Iterator[str]:

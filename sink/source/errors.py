@@ -29,6 +29,7 @@ SOURCE_ERROR_CODES: dict[str, ExitClass] = {
     "source.missing_dsn": ExitClass.INVALID_INPUT,
     "source.unavailable": ExitClass.UNAVAILABLE,
     "source.not_configured": ExitClass.INVALID_INPUT,
+    "source.empty_boundary": ExitClass.INVALID_INPUT,
     "payload.codec_unavailable": ExitClass.UNAVAILABLE,
     "payload.boundary_exhausted": ExitClass.INVALID_INPUT,
     "preparation.unsupported_scope": ExitClass.INVALID_INPUT,
