@@ -1,7 +1,7 @@
 """Immutable, content-addressed artifacts: the port, the local directory store, documents, gc."""
 
 from sink.artifacts.documents import canonical_json, put_document, read_document
-from sink.artifacts.gc import GcReport, collect
+from sink.artifacts.gc import GcReport, collect, root_name
 from sink.artifacts.local import LocalArtifactStore, LocalFileArtifact
 from sink.artifacts.port import (
     ArtifactConflict,
@@ -28,4 +28,5 @@ __all__ = [
     "collect",
     "put_document",
     "read_document",
+    "root_name",
 ]

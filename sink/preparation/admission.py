@@ -17,7 +17,7 @@ from datetime import date
 from typing import Any
 
 from sink.artifacts.documents import put_document, read_document
-from sink.artifacts.gc import ROOT_PREFIX
+from sink.artifacts.gc import root_name
 from sink.artifacts.port import ImmutableArtifactPort
 from sink.canonical import CanonicalValue
 from sink.compiler import delivery_identity
@@ -170,7 +170,7 @@ def build_topology(topology: SealedTopology, store: ImmutableArtifactPort) -> To
 
 def admit(intent: TopologyIntent, store: ImmutableArtifactPort, journal: DeliveryJournalPort, *,
           failpoint: Failpoint = _quiet) -> AdmittedParent:
-    store.put_root(ROOT_PREFIX + intent.parent_id, intent.topology_ref)
+    store.put_root(root_name(intent.parent_id, intent.topology_ref), intent.topology_ref)
     failpoint("admit.root_published")
     # Digest-verify everything the admission points at before it becomes authority.
     read_document(store, intent.plan_ref, PLAN_ARTIFACT_SCHEMA_ID)

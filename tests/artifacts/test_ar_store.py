@@ -16,6 +16,7 @@ from sink.artifacts import (
     collect,
     put_document,
     read_document,
+    root_name,
 )
 from sink.contracts.transport import BodySource
 
@@ -102,18 +103,22 @@ def test_gc_follows_document_refs_and_drops_unadmitted_roots(tmp_path: Path) -> 
     store = LocalArtifactStore(tmp_path)
     payload = store.put_bytes(b"rows").digest
     nested = put_document(store, {"schema_id": "t.v1", "refs": [payload]}).digest
-    top = put_document(store, {"schema_id": "t.v1", "refs": [nested]}).digest
+    top = put_document(store, {"schema_id": "t.v1", "parent_plan_digest": "P1", "refs": [nested]}).digest
     orphan = store.put_bytes(b"orphan").digest
     pending_payload = store.put_bytes(b"pending").digest
-    pending = put_document(store, {"schema_id": "t.v1", "refs": [pending_payload]}).digest
-    store.put_root("parent-admitted", top)
-    store.put_root("parent-crashed", pending)
-    report = collect(store, parent_admitted=lambda parent: parent == "admitted", grace_seconds=0)
+    pending = put_document(store, {"schema_id": "t.v1", "parent_plan_digest": "P0", "refs": [pending_payload]}).digest
+    retried_payload = store.put_bytes(b"retried").digest
+    retried = put_document(store, {"schema_id": "t.v1", "parent_plan_digest": "P2", "refs": [retried_payload]}).digest
+    store.put_root(root_name("admitted", top), top)
+    store.put_root(root_name("admitted", retried), retried)  # a second topology of the same parent
+    store.put_root(root_name("crashed", pending), pending)
+    plans = {"admitted": "P1"}
+    report = collect(store, admitted_plan_digest=plans.get, grace_seconds=0)
     assert set(report.live) == {payload, nested, top}
-    assert set(report.unreferenced) == {orphan, pending_payload, pending}
-    assert report.dead_roots == ("parent-crashed",)
-    young = collect(store, parent_admitted=lambda parent: parent == "admitted", grace_seconds=3600)
-    assert young.unreferenced == () and set(young.young) == {orphan, pending_payload, pending}
+    assert set(report.unreferenced) == {orphan, pending_payload, pending, retried_payload, retried}
+    assert report.dead_roots == tuple(sorted([root_name("admitted", retried), root_name("crashed", pending)]))
+    young = collect(store, admitted_plan_digest=plans.get, grace_seconds=3600)
+    assert young.unreferenced == () and set(young.young) == set(report.unreferenced)
 
 
 def test_documents_are_canonical_and_schema_checked(tmp_path: Path) -> None:

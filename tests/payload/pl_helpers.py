@@ -66,9 +66,9 @@ class ListSnapshot:
 
 
 class ListSource:
-    def __init__(self, records: Sequence[Mapping[str, object]], columns: list[str] | None = None) -> None:
+    def __init__(self, records: Sequence[Mapping[str, object]], *, declare_columns: bool = True) -> None:
         self.records = records
-        self.columns = COLUMNS if columns is None else columns
+        self.columns = COLUMNS if declare_columns else None
         self.opened = 0
 
     def open(self, scope_from: date, scope_to: date) -> ListSnapshot:
