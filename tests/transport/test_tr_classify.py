@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sink.contracts.transport import FailureKind, SendCertainty, TransportPhase
+from sink.contracts.transport import FailureKind, PreparedRequest, SendCertainty, TransportPhase
 from sink.transport.classify import DNS_STEP, classify_failure, failure_kind, last_phase_started, request_started
 from sink.transport.exchange import IoFailure
 
@@ -92,3 +92,30 @@ def test_evidence_carries_what_was_observed() -> None:
     assert (evidence.request_bytes_to_kernel, evidence.elapsed_ms, evidence.resolved_address,
             evidence.response_status, evidence.response_bytes_received) == (120, 42, "127.0.0.1", 202, 90)
     assert evidence.trace_steps == tuple(SENT)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"path_and_query": "https://evil/x"}, "relative"),
+        ({"path_and_query": "//evil/x"}, "relative"),
+        ({"method": "DELETE"}, "method"),
+        ({"method": "post"}, "method"),
+        ({"semantic_headers": (("Authorization", "Bearer x"),)}, "name"),
+        ({"semantic_headers": (("Content-Length", "1"),)}, "name"),
+        ({"semantic_headers": (("bad name", "v"),)}, "name"),
+        ({"semantic_headers": (("x-k", "v\r\nx-evil: 1"),)}, "value"),
+        ({"semantic_headers": (("x-k", " padded"),)}, "value"),
+        ({"semantic_headers": (("x-k", "caf\u00e9"),)}, "value"),
+        ({"content_type": "text/csv\r\nx: y"}, "content type"),
+    ],
+)
+def test_prepared_request_refuses_what_must_never_reach_the_wire(changes: dict[str, object], message: str) -> None:
+    fields: dict[str, object] = {"method": "POST", "path_and_query": "/v1/x?a=1",
+                                 "semantic_headers": (("idempotency-key", "k 1"),), "content_type": "text/csv",
+                                 "body": None}
+    PreparedRequest(**fields)  # type: ignore[arg-type]  # the baseline is valid
+    fields.update(changes)
+    with pytest.raises(ValueError, match=message) as refused:
+        PreparedRequest(**fields)  # type: ignore[arg-type]
+    assert "evil" not in str(refused.value) and "caf" not in str(refused.value)
