@@ -13,15 +13,20 @@ them. Pure data: no I/O, no HTTP library.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
 from sink.contracts.profile_policy import TimeoutVector
+from sink.contracts.profile_request import FORBIDDEN_PROFILE_HEADERS
 from sink.contracts.secret import SecretValue
 
 JsonScalar = str | int | bool | None
+REQUEST_METHODS = frozenset({"GET", "POST", "PUT", "PATCH"})
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$")
+_HEADER_VALUE = re.compile(r"^(?:[\x21-\x7e](?:[\x20-\x7e]{0,1022}[\x21-\x7e])?)?$")
 
 
 class TransportPhase(StrEnum):
@@ -167,6 +172,17 @@ class PreparedRequest:
     def __post_init__(self) -> None:
         if not self.path_and_query.startswith("/") or self.path_and_query.startswith("//"):
             raise ValueError("the path must be relative to the bound authority")
+        if self.method not in REQUEST_METHODS:
+            raise ValueError("the method must be GET, POST, PUT or PATCH")
+        for name, value in self.semantic_headers:
+            # Messages never repeat a value: it is data, and could be anything.
+            if not _HEADER_NAME.fullmatch(name) or name.lower() in FORBIDDEN_PROFILE_HEADERS:
+                raise ValueError("a semantic header name is not an allowed token (credential and framing "
+                                 "headers come from the transport)")
+            if not _HEADER_VALUE.fullmatch(value):
+                raise ValueError("a semantic header value is not visible ASCII")
+        if self.content_type is not None and not _HEADER_VALUE.fullmatch(self.content_type):
+            raise ValueError("the content type is not visible ASCII")
 
 
 @dataclass(frozen=True, slots=True)

@@ -159,14 +159,19 @@ def next_retry_delay(
     remaining_budget_ms: int,
     jitter: JitterSource,
     retry_after: str | None = None,
-    now: datetime,
+    now: datetime | None = None,
 ) -> RetryDelay | RetryBlocked:
     """The delay of retry number ``attempt`` (0-based) of an operation with
     ``remaining_budget_ms`` left, honouring a valid ``Retry-After`` as a lower bound.
 
     The jitter draw is limited to the remaining budget (it still lies inside the full-jitter
-    interval); the server's delay is never limited."""
-    parsed = parse_retry_after_ms(retry_after, now=now)
+    interval); the server's delay is never limited. ``now`` (database clock) is needed only to
+    read a Retry-After."""
+    parsed = None
+    if retry_after is not None:
+        if now is None:
+            raise ValueError("reading a Retry-After needs the current time")
+        parsed = parse_retry_after_ms(retry_after, now=now)
     server_floor_ms = parsed or 0
     if parsed is not None and parsed > remaining_budget_ms:
         return RetryBlocked("retry_after_exceeds_budget", ErrorCode.RETRY_AFTER_EXCEEDS_BUDGET, server_floor_ms)

@@ -61,7 +61,7 @@ _PHASES_AFTER_START = frozenset({
     TransportPhase.RESPONSE_BODY, TransportPhase.COMPLETE,
 })
 _REQUEST_STEPS = ("send_request_headers", "send_request_body", "receive_response_headers", "receive_response_body")
-_PERMANENT_LOCAL_FAILURES: Mapping[FailureKind, ExitClass] = {
+_PERMANENT_LOCAL_FAILURES: Mapping[FailureKind | None, ExitClass] = {
     FailureKind.CREDENTIAL_UNAVAILABLE: ExitClass.UNAVAILABLE,
     FailureKind.BODY_UNAVAILABLE: ExitClass.UNAVAILABLE,
     FailureKind.AUTHORITY_REFUSED: ExitClass.INVALID_INPUT,
@@ -197,7 +197,7 @@ class _Classifier:
                               replay_refused=replay_refused)
 
     def not_started(self, failure: FailureKind | None) -> SubmitDecision:
-        permanent = None if failure is None else _PERMANENT_LOCAL_FAILURES.get(failure)
+        permanent = _PERMANENT_LOCAL_FAILURES.get(failure)
         if permanent is not None:
             return self._apply("request_not_started_final", SubmitReason.NOT_STARTED_PERMANENT,
                                exit_class=permanent)
@@ -208,7 +208,7 @@ class _Classifier:
         delay = next_retry_delay(
             self.context.attempts_used - 1, initial_delay_ms=budget.initial_delay_ms,
             max_delay_ms=budget.max_delay_ms, remaining_budget_ms=self.context.remaining_budget_ms,
-            jitter=self.jitter, now=self.context.now,
+            jitter=self.jitter,
         )
         if isinstance(delay, RetryBlocked):
             return self._apply("request_not_started_final", SubmitReason.NOT_STARTED_BUDGET_EXHAUSTED,
@@ -230,11 +230,11 @@ class _Classifier:
             return self._apply("sync_response_failed", SubmitReason.PROVEN_REJECTION, rejection_proven=True)
         if status == 409:
             return self._unknown(SubmitReason.BARE_CONFLICT)
+        if status not in (408, 429) and 400 <= status <= 499:
+            return self._apply("sync_response_failed", SubmitReason.RECEIVER_REJECTED)
         if status in (408, 429) or 500 <= status <= 599:
             return self.unknown_or_replay(SubmitReason.MAY_HAVE_REACHED_PEER,
                                           retry_after=response.headers.get("retry-after"))
-        if 400 <= status <= 499:
-            return self._apply("sync_response_failed", SubmitReason.RECEIVER_REJECTED)
         return self._apply("sync_response_unclassified", SubmitReason.UNCLASSIFIED_STATUS,
                            error_code=ErrorCode.PROTOCOL_UNKNOWN)
 

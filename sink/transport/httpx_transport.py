@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ssl
 import threading
+import time
 from collections.abc import Iterator
 from urllib.parse import urlsplit
 
@@ -27,6 +28,7 @@ from sink.transport.network import CountingBackend
 from sink.transport.response import allowlisted_headers, evidence_for, read_bounded
 
 USER_AGENT = "restproof-sink"
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 
 class _ResponseStream(httpx.SyncByteStream):
@@ -75,7 +77,9 @@ class HttpxRestTransport:
         ssl_context: ssl.SSLContext | None = None,
         resolver: Resolver = system_resolver,
         max_connections: int = 8,
-        keepalive_expiry_s: float = 5.0,
+        # Below the usual 5 s server idle timeout (uvicorn, nginx): a pooled connection the
+        # server is about to close turns a harmless request into an unknown effect.
+        keepalive_expiry_s: float = 2.0,
         bounds: ResponseBounds | None = None,
     ) -> None:
         parts = urlsplit(authority)
@@ -186,9 +190,12 @@ class HttpxRestTransport:
         headers: list[tuple[str, str]] = [*request.semantic_headers, ("accept-encoding", "identity")]
         if request.content_type is not None:
             headers.append(("content-type", request.content_type))
-        headers.append(("content-length", str(0 if body is None else body.length)))
+        if body is not None or request.method in BODY_METHODS:
+            # Always an explicit length for a mutation: never chunked, so the peer can tell a
+            # complete body from a cut one; a bodyless read-only poll sends none (RFC 9110 8.6).
+            headers.append(("content-length", str(0 if body is None else body.length)))
         headers.extend((name, secret.reveal()) for name, secret in credentials)
-        remaining = max(exchange.deadline - exchange.started - exchange.elapsed_ms() / 1000.0, 0.001)
+        remaining = max(exchange.deadline - time.monotonic(), 0.001)
         built = self._client.build_request(
             request.method, url, headers=headers, content=body,
             extensions={"trace": exchange.trace}, timeout=httpx.Timeout(None, pool=remaining),

@@ -47,7 +47,7 @@ def test_full_jitter_cap_doubles_per_retry_up_to_max(attempt: int, cap: int) -> 
 
 
 def test_full_jitter_cap_refuses_negative_attempt() -> None:
-    with pytest.raises(ValueError, match="0-based"):
+    with pytest.raises(ValueError, match=r"^attempt is the 0-based retry number$"):
         full_jitter_cap_ms(-1, initial_delay_ms=500, max_delay_ms=10_000)
 
 
@@ -72,14 +72,14 @@ def test_jitter_outside_interval_is_refused() -> None:
         def draw(self, upper_inclusive: int) -> int:
             return upper_inclusive + 1
 
-    with pytest.raises(ValueError, match="outside"):
+    with pytest.raises(ValueError, match=r"^the jitter source drew outside the full-jitter interval$"):
         _delay(0, jitter=Rogue())
 
     class Negative:
         def draw(self, upper_inclusive: int) -> int:
             return -1
 
-    with pytest.raises(ValueError, match="outside"):
+    with pytest.raises(ValueError, match=r"^the jitter source drew outside the full-jitter interval$"):
         _delay(0, jitter=Negative())
 
 
@@ -140,6 +140,7 @@ def test_valid_retry_after(value: str, expected: int) -> None:
         "Tue, 01-Dec-26 08:01:00 GMT",  # RFC 850 needs the long weekday
         "Tue Dec 01 08:00:02 2026 GMT",
         "2026-12-01T08:00:10Z",
+        "5\n", "X5", "\x0b5",
         None,
     ],
 )
@@ -177,7 +178,7 @@ def test_digest_jitter_is_deterministic_and_in_range() -> None:
 
 
 def test_digest_jitter_refuses_negative_range() -> None:
-    with pytest.raises(ValueError, match="negative"):
+    with pytest.raises(ValueError, match=r"^the jitter range must not be negative$"):
         DigestJitter("x").draw(-1)
 
 
@@ -196,3 +197,28 @@ def test_delay_never_below_server_floor_nor_above_interval(attempt: int, remaini
         assert isinstance(result, RetryDelay)
         cap = full_jitter_cap_ms(attempt, initial_delay_ms=500, max_delay_ms=10_000)
         assert floor <= result.delay_ms <= max(floor, min(cap, remaining))
+
+
+def test_sub_second_and_multi_day_dates_are_exact() -> None:
+    half = NOW + timedelta(milliseconds=500)
+    assert parse_retry_after_ms("Tue, 01 Dec 2026 08:00:01 GMT", now=half) == 500
+    assert parse_retry_after_ms("Thu, 03 Dec 2026 08:00:00 GMT", now=NOW) == 2 * 86_400_000
+
+
+def test_reading_a_retry_after_needs_the_clock() -> None:
+    with pytest.raises(ValueError, match="current time"):
+        next_retry_delay(0, initial_delay_ms=1, max_delay_ms=1, remaining_budget_ms=10, jitter=FixedJitter(),
+                         retry_after="1")
+    assert next_retry_delay(0, initial_delay_ms=1, max_delay_ms=1, remaining_budget_ms=10,
+                            jitter=FixedJitter()) == RetryDelay(1, 0)
+
+
+def test_digest_jitter_follows_its_documented_formula() -> None:
+    import hashlib
+
+    def expected(seed: str, counter: int, upper: int) -> int:
+        block = hashlib.sha256(seed.encode("utf-8") + b"\x00" + counter.to_bytes(8, "big")).digest()
+        return int.from_bytes(block, "big") % (upper + 1)
+
+    source = DigestJitter("op_\u00e9")
+    assert [source.draw(10**12) for _ in range(3)] == [expected("op_\u00e9", n, 10**12) for n in range(3)]

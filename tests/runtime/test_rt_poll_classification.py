@@ -85,6 +85,12 @@ def test_running_from_accepted_moves_to_running(word: str) -> None:
             ACK.RUNNING, PollReason.OBSERVED)
 
 
+@pytest.mark.parametrize("status", [200, 202, 299])
+def test_every_2xx_carries_a_state_word(status: int) -> None:
+    _assert(_poll(_phase("complete", status=status)), "poll_observed_succeeded", "verifying_succeeded",
+            ACK.SUCCEEDED, PollReason.OBSERVED)
+
+
 def test_running_while_running_records_without_transition() -> None:
     _assert(_poll(_phase("running"), errors=4), None, None, ACK.RUNNING, PollReason.OBSERVED)
 
@@ -112,8 +118,9 @@ def test_404_is_expiry_only_when_the_profile_lists_it() -> None:
     _phase("exploded"), _phase(None), _phase(7), _phase(True), response(200),
     response(200, {"/phase": "complete"}, parse_problem="too_deep"),
     _phase("complete", status=301), _phase("complete", status=400), _phase("complete", status=100),
-    _phase("complete", status=422),
-], ids=["unknown_word", "null", "int", "bool", "missing", "parse_problem", "3xx", "400", "1xx", "422"])
+    _phase("complete", status=422), _phase("complete", status=300), _phase("complete", status=600),
+], ids=["unknown_word", "null", "int", "bool", "missing", "parse_problem", "3xx", "400", "1xx", "422", "300",
+        "600"])
 def test_unrecognised_answers_are_protocol_unknown(outcome: TransportOutcome) -> None:
     _assert(_poll(outcome), "poll_observed_protocol_unknown", "verifying_protocol_unknown", ACK.PROTOCOL_UNKNOWN,
             PollReason.UNRECOGNISED_ANSWER, code=ErrorCode.PROTOCOL_UNKNOWN)

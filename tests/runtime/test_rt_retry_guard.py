@@ -107,6 +107,8 @@ def test_replay_must_land_inside_the_fence_retention() -> None:
 
 def test_fence_retention_falls_back_to_receipt_retention() -> None:
     assert fence_retention_ms(FENCED) == 86_400 * 1000
+    short = profile(SYNC_PROFILE, mutation_fence={"retention_ttl_seconds": 60})
+    assert fence_retention_ms(short) == 60_000
     async_profile = profile(ASYNC_PROFILE)  # receiver_duplicate_key without its own TTL
     assert async_profile.mutation_fence.retention_ttl_seconds is None
     assert fence_retention_ms(async_profile) == 172_800 * 1000
@@ -145,3 +147,4 @@ def test_assert_mutation_permitted() -> None:
     with pytest.raises(RetryBudgetExhausted) as exhausted:
         assert_mutation_permitted(GuardVerdict(False, GuardReason.BUDGET_EXHAUSTED, None), "op_2")
     assert exhausted.value.operation_id == "op_2"
+    assert str(exhausted.value) == "operation op_2: submit retry budget exhausted"

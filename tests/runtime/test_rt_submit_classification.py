@@ -176,6 +176,7 @@ def test_retryable_statuses_without_fence_are_unknown(status: int) -> None:
     decision = _classify(response(status, headers={"retry-after": "1"}), UNFENCED)
     _assert_move(decision, "request_outcome_unknown", "finalized_not_accepted_outcome_lost",
                  code=ErrorCode.REMOTE_EFFECT_UNKNOWN, exit_class=ExitClass.EFFECT_UNKNOWN_OR_MANUAL)
+    assert decision.reason is SubmitReason.MAY_HAVE_REACHED_PEER
 
 
 @pytest.mark.parametrize("prof", [SYNC, ASYNC], ids=["idempotency_key", "receiver_duplicate_key"])
@@ -200,6 +201,13 @@ def test_fenced_replay_blocked_by_retry_after_beyond_budget_is_unknown() -> None
     _assert_move(decision, "request_outcome_unknown", "finalized_not_accepted_outcome_lost",
                  code=ErrorCode.REMOTE_EFFECT_UNKNOWN, exit_class=ExitClass.EFFECT_UNKNOWN_OR_MANUAL)
     assert decision.replay_refused == "retry_after_exceeds_budget"
+    assert decision.reason is SubmitReason.MAY_HAVE_REACHED_PEER
+
+
+def test_fenced_replay_honours_an_http_date_retry_after() -> None:
+    decision = _classify(response(503, headers={"retry-after": "Tue, 01 Dec 2026 08:00:07 GMT"}), SYNC)
+    assert decision.action is SubmitAction.REPLAY_SAME_KEY
+    assert decision.retry_delay_ms == 7000
 
 
 @pytest.mark.parametrize(("context", "refused"), [
@@ -213,6 +221,7 @@ def test_fenced_replay_refusals_make_the_effect_unknown(context: dict[str, Any],
     _assert_move(decision, "request_outcome_unknown", "finalized_not_accepted_outcome_lost",
                  code=ErrorCode.REMOTE_EFFECT_UNKNOWN, exit_class=ExitClass.EFFECT_UNKNOWN_OR_MANUAL)
     assert decision.replay_refused == refused
+    assert decision.reason is SubmitReason.MAY_HAVE_REACHED_PEER
 
 
 def test_fence_not_bound_to_payload_never_replays() -> None:
@@ -347,6 +356,16 @@ def test_receipt_from_header_and_optional_fields() -> None:
     assert other.receipt_digest != receipt.receipt_digest
     assert other.receipt_digest == hash_fields("restproof.runtime.receipt",
                                                {"id": "mock/v1/dataset-jobs/job_9", "token": "t1"})
+
+
+def test_receipt_id_prefers_the_id_field_and_skips_missing_optional_fields() -> None:
+    fields = {"note": Extractor(body_json_pointer="/note", required=False), "code": Extractor(body_json_pointer="/c"),
+              "id": Extractor(body_json_pointer="/i")}
+    outcome = response(202, {"/c": "c1", "/i": "i1"})
+    assert outcome.response is not None
+    receipt = extract_receipt(outcome.response, fields)
+    assert receipt is not None and receipt.receipt_id == "i1"
+    assert receipt.receipt_digest == hash_fields("restproof.runtime.receipt", {"code": "c1", "id": "i1"})
 
 
 def test_receipt_id_is_the_first_field_by_name_without_an_id_field() -> None:

@@ -237,3 +237,12 @@ def test_extract_counters_from_the_profile_extractors() -> None:
     assert extract_counters(outcome.response, only_accepted) == Counters(8, None)
     only_rejected = policy.model_copy(update={"counters": {"rejected_rows": policy.counters["rejected_rows"]}})
     assert extract_counters(outcome.response, only_rejected) == Counters(None, 2)
+
+
+def test_a_transition_recording_other_axes_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sink.runtime.verification as verification
+
+    monkeypatch.setitem(verification._AXES, Outcome.FULL, (RemoteEffect.PARTIALLY_APPLIED, VerificationState.FAILED))
+    with pytest.raises(PolicyContractError, match=r"^transition verified_full does not record "
+                                                  r"PARTIALLY_APPLIED/FAILED$"):
+        verify(_ev((10, 0)), current=tuple_named("verifying_succeeded"), contract=CONTRACT)

@@ -9,9 +9,10 @@ from collections.abc import Iterator
 import httpx
 import pytest
 from mr_support import ServerProcess
+from tr_capture import CaptureServer
 from tr_support import BATCHES, FaultProxy, batch_request, free_port, rows_json, timeouts
 
-from sink.contracts.transport import FailureKind, SendCertainty, TransportPhase
+from sink.contracts.transport import FailureKind, PreparedRequest, SendCertainty, TransportPhase
 from sink.transport import HttpxRestTransport, NoAuth
 
 pytestmark = pytest.mark.timeout(60)
@@ -137,3 +138,26 @@ def test_redirect_is_recorded_never_followed(fresh_proxy: FaultProxy, via_proxy:
     assert outcome.response.headers["location"] == other
     entries = fresh_proxy.control.log()
     assert len(entries) == 1  # one request, to our authority; none followed the Location
+
+
+def test_a_read_only_get_has_no_body_framing_and_yields_scalars(receiver: ServerProcess) -> None:
+    summary = PreparedRequest(method="GET", path_and_query="/mock/v1/resources/measurements/summary",
+                              semantic_headers=(), content_type=None, body=None,
+                              extract_pointers=("/row_count", "/content_digest"))
+    with HttpxRestTransport(receiver.data_url, NoAuth()) as transport:
+        outcome = transport.send(summary, timeouts=timeouts())
+    assert outcome.response is not None and outcome.response.status == 200
+    assert isinstance(outcome.response.scalars["/row_count"], int)
+    assert str(outcome.response.scalars["/content_digest"]).startswith("sha256:")
+    capture = CaptureServer()
+    try:
+        with HttpxRestTransport(capture.url, NoAuth()) as transport:
+            transport.send(summary, timeouts=timeouts())
+            transport.send(PreparedRequest(method="POST", path_and_query="/x", semantic_headers=(),
+                                           content_type=None, body=None), timeouts=timeouts())
+    finally:
+        capture.close()
+    get_head, post_head = (captured.head.lower() for captured in capture.requests)
+    assert b"content-length" not in get_head and b"transfer-encoding" not in get_head
+    assert b"content-length: 0" in post_head
+    assert b"accept-encoding: identity" in get_head
