@@ -26,6 +26,7 @@ ENV_VAR = "RESTPROOF_FAILPOINT"
 
 JOURNAL_WRITES: tuple[str, ...] = (
     "admit_parent",
+    "record_sealed",
     "acquire_lease",
     "publish_marker",
     "reserve_submitting",

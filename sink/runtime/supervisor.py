@@ -106,7 +106,14 @@ class Supervisor:
             if state is ExecutionState.FINALIZED:
                 self._release(row)
                 return outcome_of(row, memory.error_code)
-            if state in (ExecutionState.SEALED, ExecutionState.RETRY_WAIT):
+            if state is ExecutionState.PLANNED:
+                # Admission wrote the complete topology with every payload sealed: the child may
+                # now be offered for submission (``plan_sealed``).
+                move = plan_move(self._ports.contract, row.axes, "plan_sealed")
+                self._moves.apply(row, move, write="record_sealed", lease_owner=None,
+                                  evidence_digest=facts_digest("restproof.runtime.sealed",
+                                                               {"payload": row.descriptor.payload_digest}))
+            elif state in (ExecutionState.SEALED, ExecutionState.RETRY_WAIT):
                 self._attempt(row, memory, started_ms)
             elif state is ExecutionState.SUBMITTING:
                 self._take_over(row, memory)
@@ -162,7 +169,7 @@ class Supervisor:
         if counters is not None and counters.accepted is None and counters.rejected is None:
             counters = None  # an answer without counters (a proven duplicate): the summary decides
         evidence = VerificationEvidence(
-            expected=expected, counters=counters, summary=self._summary(row),
+            expected=expected, counters=counters, summary=self.read_summary(row),
             receiver_reported_partial=memory.receiver_reported_partial,
             rejection_proven=memory.rejection_proven, all_rows_accounted=profile.result_policy.all_rows_accounted,
         )
@@ -172,7 +179,7 @@ class Supervisor:
                                                        {"outcome": decision.outcome.value, "rows": expected.rows}))
         memory.error_code = decision.move.error_code
 
-    def _summary(self, row: OperationRow) -> ReceiverSummary | None:
+    def read_summary(self, row: OperationRow) -> ReceiverSummary | None:
         """The profile's certified read-only summary of the child's scope, if it has one and the
         receiver answered it within bounds; None otherwise (verification then rests on counters)."""
         spec = self._config.profile.verification
@@ -190,6 +197,13 @@ class Supervisor:
         if isinstance(rows, bool) or not isinstance(rows, int) or not isinstance(digest, str):
             return None
         return ReceiverSummary(row_count=rows, content_digest=digest)
+
+    def promote_if_eligible(self, parent_id: str) -> FrontierResult | None:
+        """Promote the contiguous frontier when some child is eligible (after a reconciliation)."""
+        admitted = self._ports.journal.load_parent(parent_id)
+        if not any(outcome_of(child).status is ChildStatus.COMPLETED for child in admitted.children):
+            return None
+        return self._promote(parent_id)
 
     def _promote(self, parent_id: str) -> FrontierResult:
         self._lease(LeaseKind.CHECKPOINT, parent_id)

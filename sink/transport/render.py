@@ -137,3 +137,15 @@ def render_poll_path(poll: PollSpec, receipt: Mapping[str, object]) -> str:
             raise RenderError("render.missing_value", "a receipt field of the poll path is missing or not a scalar")
         lookup[symbol] = str(value)
     return _path(poll.path, TemplateLocation.POLL_PATH, lookup)
+
+
+def render_read_path(path: str, query: Mapping[str, str], symbols: RequestSymbols) -> str:
+    """A read-only request's path and query (e.g. a profile's summary query), by the same rules as
+    the mutation request's."""
+    rendered = _path(path, TemplateLocation.PATH, _request_lookup(symbols, path))
+    pairs = [
+        f"{quote(name, safe='')}="
+        + _substitute(template, TemplateLocation.QUERY, _request_lookup(symbols, template), encode=True)
+        for name, template in query.items()
+    ]
+    return rendered + ("?" + "&".join(pairs) if pairs else "")
