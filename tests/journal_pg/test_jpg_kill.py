@@ -21,6 +21,7 @@ from typing import Any
 import psycopg
 import pytest
 from jpg_support import (
+    TESTS_ONLY,
     daily_parent,
     drop_schema,
     new_schema,
@@ -97,7 +98,7 @@ class Env:
 def env(pg_dsn: str, tmp_path: Path) -> Iterator[Env]:
     schema = new_schema()
     markers = FileMarkerStore(tmp_path / "markers")
-    journal = open_postgres_journal(pg_dsn, schema=schema, markers=markers)
+    journal = open_postgres_journal(pg_dsn, durability=TESTS_ONLY, schema=schema, markers=markers)
     journal.configure_capacity("receiver-jobs", 4)
     try:
         yield Env(journal, markers, tmp_path / "markers", pg_dsn, schema)

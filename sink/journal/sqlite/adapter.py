@@ -361,6 +361,7 @@ def _require_same_intent(existing: AdmittedParent, admission: ParentAdmission) -
 
 def open_sqlite_journal(path: Path | str, *, markers: MarkerStore, **options: Any) -> SqliteJournal:
     """Open (and migrate) a SQLite journal. Options: contract, clock, require_zero_rpo (refused),
-    busy_timeout_s, fault_hook."""
+    busy_timeout_s, fault_hook, durability (``Durability.NON_DURABLE_TESTS_ONLY`` runs
+    ``synchronous=OFF`` without the per-write check: tests only)."""
     return SqliteJournal(Path(path), markers=markers, **options)
 
