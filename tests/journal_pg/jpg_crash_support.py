@@ -13,6 +13,7 @@ import contextlib
 import os
 import signal
 import time
+import traceback
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -32,11 +33,27 @@ from sink.journal.records import LeaseKind, LeaseRequest, TransitionRequest
 _BLOCKING = frozenset({RejectionReason.ORPHAN_MARKER, RejectionReason.MARKER_MISMATCH})
 
 
+def _open_when_up(dsn: str, schema: str, marker_root: str, durability: str, stop: Any) -> DeliveryJournalPort:
+    """Open the journal, waiting (bounded) while the test has the server down."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            return open_postgres_journal(dsn, schema=schema, markers=FileMarkerStore(Path(marker_root)),
+                                         durability=Durability(durability), max_connections=1, connect_timeout_s=2)
+        except JournalUnavailable:
+            if stop.is_set() or time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
 def crash_worker(worker_id: int, dsn: str, schema: str, marker_root: str, durability: str,
                  op_ids: list[str], stop: Any, results: Any) -> None:
     owner = f"crash-worker-{worker_id}"
-    journal = open_postgres_journal(dsn, schema=schema, markers=FileMarkerStore(Path(marker_root)),
-                                    durability=Durability(durability), max_connections=1, connect_timeout_s=2)
+    try:
+        journal = _open_when_up(dsn, schema, marker_root, durability, stop)
+    except Exception as exc:
+        results.put(("crashed", op_ids[0], f"open: {type(exc).__name__}: {exc}"))
+        raise
     markers = FileMarkerStore(Path(marker_root))
     blocked: set[str] = set()
     try:
@@ -53,6 +70,9 @@ def crash_worker(worker_id: int, dsn: str, schema: str, marker_root: str, durabi
                     if exc.reason in _BLOCKING:
                         blocked.add(op_id)
                     results.put(("rejected", op_id, exc.reason.value))
+    except Exception as exc:  # reported so the test shows it (a spawned child's stderr is not kept)
+        results.put(("crashed", op_ids[0], f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"))
+        raise
     finally:
         journal.close()
 
@@ -124,6 +144,23 @@ def wait_accepting(cluster: Cluster, timeout_s: float = 30) -> None:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.1)
+
+
+def set_server_setting(cluster: Cluster, name: str, value: str | None, *, expected: str | None = None) -> None:
+    """ALTER SYSTEM SET (RESET when value is None) + reload; wait until a new session shows
+    ``expected`` (default: value)."""
+    with psycopg.connect(cluster.dsn(), autocommit=True) as conn:
+        conn.execute(f"ALTER SYSTEM RESET {name}" if value is None else f"ALTER SYSTEM SET {name} = {value}")
+        conn.execute("SELECT pg_reload_conf()")
+    wanted = expected if expected is not None else value
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        with psycopg.connect(cluster.dsn(), autocommit=True) as conn:
+            row = conn.execute(f"SHOW {name}").fetchone()
+        if row is not None and row[0] == wanted:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{name} did not become {wanted}")
 
 
 def crash(cluster: Cluster, mode: str) -> None:

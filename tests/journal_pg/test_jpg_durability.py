@@ -1,13 +1,12 @@
 """Critical transactions refuse lossy durability; an unavailable journal says what it knows.
 
-One durable throwaway cluster for the module (fsync on, but synchronous_commit OFF by default and
-a 10 s WAL writer delay, so only the journal's per-transaction pin makes a commit durable), plus
-the lossy session cluster of tests/conftest.py (fsync off) for the refusal at open.
+Runs on the shared durable cluster (tests/journal_pg/conftest.py: fsync on, synchronous_commit
+OFF by default with a 10 s WAL writer delay, so only the journal's per-transaction pin makes a
+commit durable), plus the lossy session cluster of tests/conftest.py for the refusal at open.
 """
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from jpg_crash_support import set_server_setting
 from jpg_support import CAPACITY, daily_parent, publish_marker, seal, submit, submit_request
 
 from sink.journal.durability import Durability
@@ -29,7 +29,7 @@ from sink.journal.port import (
     UnavailableOutcome,
 )
 from sink.journal.postgres import ZeroRpoPolicy, open_postgres_journal
-from sink.journal.postgres.cluster import Cluster, ClusterSet
+from sink.journal.postgres.cluster import Cluster
 from sink.journal.records import LeaseKind, LeaseRequest
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(120)]
@@ -50,15 +50,6 @@ class Durable:
             return row[0]
 
 
-@pytest.fixture(scope="module")
-def durable_cluster() -> Iterator[Cluster]:
-    clusters = ClusterSet()
-    try:
-        yield clusters.primary({"fsync": "on", "synchronous_commit": "off", "wal_writer_delay": "10000ms"})
-    finally:
-        clusters.destroy_all()
-
-
 @pytest.fixture
 def durable(durable_cluster: Cluster, tmp_path: Path) -> Iterator[Durable]:
     schema = "dur_" + uuid.uuid4().hex[:10]
@@ -69,20 +60,6 @@ def durable(durable_cluster: Cluster, tmp_path: Path) -> Iterator[Durable]:
         yield Durable(durable_cluster, journal, markers, schema)
     finally:
         journal.close()
-
-
-def _set_fsync(cluster: Cluster, value: str) -> None:
-    with psycopg.connect(cluster.dsn(), autocommit=True) as conn:
-        conn.execute(f"ALTER SYSTEM SET fsync = {value}")
-        conn.execute("SELECT pg_reload_conf()")
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        with psycopg.connect(cluster.dsn(), autocommit=True) as conn:
-            row = conn.execute("SHOW fsync").fetchone()
-        if row is not None and row[0] == value:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"fsync did not become {value}")
 
 
 def test_durable_open_refuses_a_server_running_fsync_off(pg_dsn: str, tmp_path: Path) -> None:
@@ -119,7 +96,7 @@ def test_fsync_turned_off_after_open_refuses_the_grant_and_writes_nothing(durabl
     op = seal(durable.journal, durable.journal.admit_parent(daily_parent("fsync-off", 1)).children[0])
     durable.journal.acquire_lease(LeaseRequest(LeaseKind.MUTATION, op.operation_id, "w1"))
     request = submit_request(op, publish_marker(durable.journal, durable.markers, op), "w1")
-    _set_fsync(durable.cluster, "off")
+    set_server_setting(durable.cluster, "fsync", "off")
     try:
         with pytest.raises(JournalDurabilityNotProven) as refused:
             durable.journal.reserve_and_mark_submitting(request)
@@ -128,7 +105,7 @@ def test_fsync_turned_off_after_open_refuses_the_grant_and_writes_nothing(durabl
         assert durable.journal.list_attempts(op.operation_id) == ()
         assert not durable.markers.grant_claimed(op.operation_namespace, op.operation_id, 1)
     finally:
-        _set_fsync(durable.cluster, "on")
+        set_server_setting(durable.cluster, "fsync", None, expected="on")
     assert durable.journal.reserve_and_mark_submitting(request).attempt.attempt_ordinal == 1
 
 

@@ -58,7 +58,7 @@ def test_jpg_restored_backup_blocks_lost_grants_and_never_repeats_one(clusters: 
     ops = [seal(journal, c) for c in journal.admit_parent(daily_parent("restore", 4)).children]
     kept = submit(journal, markers, ops[0], "w1")  # in the backup
     primary.run_tool("pg_basebackup", "-h", "127.0.0.1", "-p", str(primary.port), "-U", "postgres",
-                     "-D", str(primary.base_dir / "backup"), "-X", "stream", "--no-sync")
+                     "-D", str(primary.base_dir / "backup"), "-X", "stream", "-c", "fast", "--no-sync")
     lost = [submit(journal, markers, op, "w1") for op in ops[1:3]]  # granted after the backup
     untouched = ops[3]
     journal.close()

@@ -109,7 +109,8 @@ class JournalConnections:
             except _LOST as exc:
                 raise JournalUnavailable(f"journal database unreachable: {type(exc).__name__}") from None
             old, self.pool = self.pool, self._new_pool()
-            old.close(timeout=0)
+            # The old pool's workers may sit in connection attempts: let them finish off-thread.
+            threading.Thread(target=old.close, kwargs={"timeout": 5.0}, daemon=True).start()
             try:
                 self.pool.open(wait=True, timeout=self._timeout)
             except PoolTimeout:
