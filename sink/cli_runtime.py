@@ -33,6 +33,7 @@ from sink.cli import (
 )
 from sink.contracts.errors import DeliveryError, ExitClass
 from sink.journal.port import JournalConfigurationError, JournalError, JournalRejection, JournalUnavailable
+from sink.runtime.bundle import export_bundle
 from sink.runtime.composition import Locations
 from sink.runtime.failpoints import FailpointConfigError
 from sink.runtime.reconcile import Guards, ReconcileRefused, reconcile_child
@@ -199,3 +200,27 @@ def reconcile(
         operation_id, locations=locations, settings=settings, operator_id=operator, guards=guards, apply=apply))
     _emit(view, output)
     raise typer.Exit(int(exit_class))
+
+
+@app.command()
+def bundle(
+    workload: WorkloadArg,
+    *,
+    scope_from: Annotated[str, typer.Option("--scope-from", show_default=False)],
+    scope_to: Annotated[str, typer.Option("--scope-to", show_default=False)],
+    out: Annotated[Path, typer.Option("--out", help="Directory for bundle.json and bodies/.", show_default=False)],
+    profiles_dir: ProfilesOpt = None,
+    bindings_dir: BindingsOpt = None,
+    environment: EnvironmentOpt = None,
+    output: FormatOpt = OutputFormat.TEXT,
+) -> None:
+    """Seal an interval offline and export each child's exact request (for baseline comparisons)."""
+    plan = _compile(workload, profiles_dir, bindings_dir, environment, output)
+    start, end = _parse_date(scope_from, "--scope-from", output), _parse_date(scope_to, "--scope-to", output)
+    document, _ = _guarded(output, lambda: (export_bundle(plan, start, end, workload_dir=workload.resolve().parent,
+                                                          out=out), ExitClass.OK))
+    if output is OutputFormat.JSON:
+        sys.stdout.write(json.dumps(document, sort_keys=True) + "\n")
+    else:
+        sys.stdout.write(f"{len(document['children'])} requests in {out}\n")
+    raise typer.Exit(0)

@@ -26,6 +26,8 @@ class ChildOutcome:
     axes: StateTuple
     error_code: ErrorCode | None
     exit_class: ExitClass
+    scope: tuple[str, str] = ("", "")
+    """The child's half-open effect scope [start, end) as stored."""
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -35,6 +37,7 @@ class ChildOutcome:
             "axes": self.axes.as_dict(),
             "error_code": None if self.error_code is None else self.error_code.value,
             "exit_class": int(self.exit_class),
+            "scope": {"start": self.scope[0], "end": self.scope[1]},
         }
 
 
@@ -68,7 +71,8 @@ def _derived_code(axes: StateTuple) -> ErrorCode | None:
 
 
 def _make(row: OperationRow, status: ChildStatus, code: ErrorCode | None, exit_class: ExitClass) -> ChildOutcome:
-    return ChildOutcome(row.operation_id, row.descriptor.ordinal, status, row.axes, code, exit_class)
+    scope = (row.descriptor.scope.start, row.descriptor.scope.end)
+    return ChildOutcome(row.operation_id, row.descriptor.ordinal, status, row.axes, code, exit_class, scope)
 
 
 _SEVERITY = {
