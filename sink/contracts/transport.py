@@ -14,7 +14,7 @@ them. Pure data: no I/O, no HTTP library.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
@@ -210,8 +210,11 @@ class RestTransportPort(Protocol):
     those are evidence in the returned outcome."""
 
     def send(
-        self, request: PreparedRequest, *, timeouts: TimeoutVector, bounds: ResponseBounds | None = None
-    ) -> TransportOutcome: ...
+        self, request: PreparedRequest, *, timeouts: TimeoutVector, bounds: ResponseBounds | None = None,
+        observer: Callable[[str], None] | None = None,
+    ) -> TransportOutcome:
+        """``observer`` is told each httpcore trace step name as it happens (request-boundary
+        failpoints hang on it)."""
 
     def close(self) -> None: ...
 

@@ -7,14 +7,14 @@ evidence digest scheme.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from sink.canonical import CanonicalValue, hash_fields
 from sink.contracts.transport import TransportOutcome
 from sink.journal.port import DeliveryJournalPort
 from sink.journal.records import OperationRow, Receipt, TransitionRequest
 from sink.runtime import ContractMove
-from sink.runtime.failpoints import journal_point
+from sink.runtime.failpoints import journal_point, request_point
 from sink.runtime.ports import Failpoint
 
 EVIDENCE_PURPOSE = "restproof.runtime.transport_evidence"
@@ -34,6 +34,26 @@ def outcome_digest(outcome: TransportOutcome) -> str:
         fields["body_digest"] = outcome.response.body_digest
         fields["body_size"] = outcome.response.body_size
     return hash_fields(EVIDENCE_PURPOSE, fields)
+
+
+_TRACE_BOUNDARIES = {
+    "http11.send_request_headers.complete": "after_headers_sent",
+    "http11.send_request_body.complete": "after_body_sent",
+    "http11.receive_response_headers.complete": "after_response_headers",
+    "http11.receive_response_body.complete": "after_response_body",
+}
+
+
+def boundary_observer(kind: str, failpoint: Failpoint) -> Callable[[str], None]:
+    """Maps httpcore trace steps to the request-boundary failpoints ``http.<kind>.<boundary>``."""
+    points = {step: request_point(kind, boundary) for step, boundary in _TRACE_BOUNDARIES.items()}
+
+    def observe(step: str) -> None:
+        point = points.get(step)
+        if point is not None:
+            failpoint(point)
+
+    return observe
 
 
 def facts_digest(purpose: str, facts: Mapping[str, CanonicalValue]) -> str:

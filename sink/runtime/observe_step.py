@@ -14,7 +14,7 @@ from sink.contracts.state import ExecutionState
 from sink.contracts.transport import ResponseEvidence
 from sink.journal.records import LeaseKind, LeaseRequest, OperationRow
 from sink.runtime.failpoints import journal_point, request_point
-from sink.runtime.journal_moves import JournalMoves, outcome_digest
+from sink.runtime.journal_moves import JournalMoves, boundary_observer, outcome_digest
 from sink.runtime.poll_classification import PollContext, classify_poll
 from sink.runtime.ports import SupervisorConfig, SupervisorPorts
 
@@ -54,7 +54,8 @@ class ObserveStep:
         last: ResponseEvidence | None = None
         while True:
             ports.failpoint(request_point("poll", "before_send"))
-            outcome = ports.transport.send(request, timeouts=profile.timeouts)
+            outcome = ports.transport.send(request, timeouts=profile.timeouts,
+                                           observer=boundary_observer("poll", ports.failpoint))
             ports.failpoint(request_point("poll", "before_record_result"))
             elapsed = ports.clock.monotonic_ms() - operation_started_ms
             decision = classify_poll(

@@ -26,7 +26,7 @@ from sink.contracts.transport import ResponseEvidence, TransportOutcome
 from sink.journal.markers import MayAttemptMarker
 from sink.journal.records import LeaseKind, LeaseRequest, OperationRow, SubmitRequest
 from sink.runtime.failpoints import journal_point, request_point
-from sink.runtime.journal_moves import JournalMoves, outcome_digest
+from sink.runtime.journal_moves import JournalMoves, boundary_observer, outcome_digest
 from sink.runtime.ports import SupervisorConfig, SupervisorPorts
 from sink.runtime.retry_guard import assert_mutation_permitted, may_start_attempt
 from sink.runtime.submit_classification import SubmitAction, SubmitContext, SubmitDecision, classify_submit
@@ -90,7 +90,8 @@ class SubmitStep:
         sends = 0
         while True:
             ports.failpoint(request_point("submit", "before_send"))
-            outcome: TransportOutcome = ports.transport.send(request, timeouts=profile.timeouts)
+            outcome: TransportOutcome = ports.transport.send(request, timeouts=profile.timeouts,
+                                                             observer=boundary_observer("submit", ports.failpoint))
             sends += 1
             ports.failpoint(request_point("submit", "before_record_result"))
             now_ms = ports.clock.monotonic_ms()

@@ -31,7 +31,7 @@ from sink.journal.port import JournalRejection
 from sink.journal.records import FrontierResult, LeaseKind, LeaseRequest, OperationRow
 from sink.runtime import plan_move
 from sink.runtime.failpoints import journal_point, request_point
-from sink.runtime.journal_moves import JournalMoves, facts_digest
+from sink.runtime.journal_moves import JournalMoves, boundary_observer, facts_digest
 from sink.runtime.observe_step import ObserveStep
 from sink.runtime.outcome import ChildOutcome, ChildStatus, outcome_of
 from sink.runtime.ports import SupervisorConfig, SupervisorPorts
@@ -187,7 +187,8 @@ class Supervisor:
         if spec is None or spec.summary is None or request is None:
             return None
         self._ports.failpoint(request_point("summary", "before_send"))
-        outcome = self._ports.transport.send(request, timeouts=self._config.profile.timeouts)
+        outcome = self._ports.transport.send(request, timeouts=self._config.profile.timeouts,
+                                             observer=boundary_observer("summary", self._ports.failpoint))
         self._ports.failpoint(request_point("summary", "before_record_result"))
         response = outcome.response
         if response is None or response.status != 200:

@@ -8,6 +8,7 @@ phase bounds of *this* request even on a pooled connection opened by an earlier 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Literal
@@ -38,6 +39,9 @@ class Exchange:
     bytes_received: int = 0
     failure: IoFailure | None = None
     resolved_address: str | None = None
+    observer: Callable[[str], None] | None = None
+    """Told every step as it happens (the runtime's request-boundary failpoints); never sees
+    ``info``, which may hold the request."""
 
     @property
     def deadline(self) -> float:
@@ -46,6 +50,8 @@ class Exchange:
     def trace(self, event: str, info: object) -> None:
         """httpcore trace callback: keep only the event name (``info`` may hold the request)."""
         self.steps.append(event)
+        if self.observer is not None:
+            self.observer(event)
 
     def record_failure(self, failure: IoFailure) -> None:
         # The first failure explains the exchange: httpcore swallows a write error and goes on

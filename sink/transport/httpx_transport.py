@@ -11,7 +11,7 @@ from __future__ import annotations
 import ssl
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from urllib.parse import urlsplit
 
 import httpcore
@@ -116,9 +116,10 @@ class HttpxRestTransport:
         self._dns.close()
 
     def send(
-        self, request: PreparedRequest, *, timeouts: TimeoutVector, bounds: ResponseBounds | None = None
+        self, request: PreparedRequest, *, timeouts: TimeoutVector, bounds: ResponseBounds | None = None,
+        observer: Callable[[str], None] | None = None,
     ) -> TransportOutcome:
-        exchange = Exchange(timeouts)
+        exchange = Exchange(timeouts, observer=observer)
         token = CURRENT.set(exchange)
         try:
             return self._send(request, exchange, bounds or self._bounds)
