@@ -83,7 +83,12 @@ class Runtime:
         self._stack.callback(self.journal.close)
         self.failpoints = failpoints if failpoints is not None else Failpoints.from_environ(os.environ)
         self.scope = capacity_scope(plan)
-        slots = max(DEFAULT_CAPACITY_SLOTS, plan.operation.rate_limits.max_active_remote_jobs)
+        limits = plan.operation.rate_limits
+        # Async: the receiver's job concurrency. Sync: the active-request bound (each request is its
+        # own remote effect; an unknown one keeps its slot until reconciled).
+        wanted = limits.max_active_remote_jobs if plan.operation.protocol_family == "async_bulk_job" \
+            else limits.max_active_requests
+        slots = max(DEFAULT_CAPACITY_SLOTS, wanted)
         try:
             configured = self.journal.capacity_status(self.scope).slots
         except JournalRejection:

@@ -22,6 +22,8 @@ import os
 import signal
 from collections.abc import Callable, Iterable, Mapping
 
+from sink.preparation.failpoints import FAILPOINTS as PREPARATION_POINTS
+
 ENV_VAR = "RESTPROOF_FAILPOINT"
 
 JOURNAL_WRITES: tuple[str, ...] = (
@@ -67,6 +69,8 @@ def request_point(kind: str, boundary: str) -> str:
 
 
 ALL_FAILPOINTS: tuple[str, ...] = (
+    # Freeze, seal and admission (sink.preparation): named there, armed by the same variable here.
+    *PREPARATION_POINTS,
     *(journal_point(write, when) for write in JOURNAL_WRITES for when in ("before", "after")),
     *(request_point(kind, boundary) for kind in REQUEST_KINDS for boundary in REQUEST_BOUNDARIES),
 )

@@ -16,6 +16,8 @@ def allowed_actions(row: OperationRow, has_receipt: bool) -> tuple[str, ...]:
     actions = ["inspect"]
     if state in (ExecutionState.SEALED, ExecutionState.RETRY_WAIT) and effect is RemoteEffect.NONE_PROVEN:
         actions.append("resume")  # a first or proven-not-started attempt: the guard permits a submit
+    elif state is ExecutionState.VERIFYING and effect in (RemoteEffect.UNKNOWN, RemoteEffect.PARTIALLY_APPLIED):
+        actions.append("reconcile")  # an operator reconciliation is open: finish it
     elif state in (ExecutionState.ACCEPTED, ExecutionState.WAITING, ExecutionState.VERIFYING):
         actions.append("resume")  # read-only observation and verification continue
     elif state is ExecutionState.SUBMITTING:

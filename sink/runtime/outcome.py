@@ -52,6 +52,12 @@ def outcome_of(row: OperationRow, error_code: ErrorCode | None = None) -> ChildO
         return _make(row, ChildStatus.COMPLETED, None, ExitClass.OK)
     if state in (ExecutionState.ACCEPTED, ExecutionState.WAITING):
         return _make(row, ChildStatus.PENDING, None, ExitClass.OK)
+    if state is ExecutionState.VERIFYING and axes.remote_effect in (RemoteEffect.UNKNOWN,
+                                                                    RemoteEffect.PARTIALLY_APPLIED):
+        # An open operator reconciliation: operator territory, no automatic step remains.
+        code = error_code or _derived_code(axes)
+        assert code is not None
+        return _make(row, ChildStatus.BLOCKED, code, ERROR_CATALOG[code].exit_class)
     if state is not ExecutionState.FINALIZED:
         return _make(row, ChildStatus.NOT_REACHED, None, ExitClass.OK)
     code = error_code or _derived_code(axes)

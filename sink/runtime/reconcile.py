@@ -54,20 +54,23 @@ def reconcile_child(operation_id: str, *, locations: Locations, settings: RunSet
             raise UnknownOperation(f"{operation_id} is not a child operation of this journal")
         if guards.expected_mutation_intent_digest not in (None, row.descriptor.mutation_intent_digest):
             raise ReconcileRefused("reconcile.guard_mismatch", "the child's mutation intent digest differs")
-        if row.axes.execution_state is not ExecutionState.FINALIZED or row.axes.remote_effect not in (
-            RemoteEffect.UNKNOWN, RemoteEffect.PARTIALLY_APPLIED
-        ):
+        reopened = row.axes.execution_state is ExecutionState.VERIFYING
+        if row.axes.execution_state not in (ExecutionState.FINALIZED, ExecutionState.VERIFYING) or \
+                row.axes.remote_effect not in (RemoteEffect.UNKNOWN, RemoteEffect.PARTIALLY_APPLIED):
             raise ReconcileRefused("reconcile.not_needed", "only a finalized unknown or partial effect is reconciled")
         plan_only = {"schema_id": RECONCILE_SCHEMA, "operation_id": operation_id, "applied": False,
                      "before": row.axes.as_dict(),
                      "proof": "summary_query" if runtime.ports.requests.summary_request(row) else "none"}
         if not apply:
             return plan_only, ExitClass.OK
-        actor = Actor(ActorKind.OPERATOR, operator_id, f"rc-{uuid.uuid4().hex[:20]}")
+        # Every operator transition carries its own reconciliation id (the journal never reuses one).
+        campaign = uuid.uuid4().hex[:20]
+        actor = Actor(ActorKind.OPERATOR, operator_id, f"rc-{campaign}-proof")
         contract = runtime.ports.contract
-        opened = runtime.journal.transition(TransitionRequest(
+        opened = row if reopened else runtime.journal.transition(TransitionRequest(
             operation_id, row.revision, plan_move(contract, row.axes, "reconciliation_opened").transition_id,
-            actor=actor, evidence_digest=facts_digest("restproof.reconcile.opened", {"operator": operator_id}),
+            actor=Actor(ActorKind.OPERATOR, operator_id, f"rc-{campaign}-open"),
+            evidence_digest=facts_digest("restproof.reconcile.opened", {"operator": operator_id}),
         ))
         summary = runtime.supervisor.read_summary(opened)
         expected = runtime.ports.requests.expected(opened)

@@ -22,12 +22,12 @@ only after the previous one is terminal. Every write passes its named failpoint.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from sink.contracts.errors import ErrorCode
+from sink.contracts.errors import ErrorCode, ExitClass
 from sink.contracts.state import ExecutionState
 from sink.contracts.transport import ResponseEvidence
-from sink.journal.port import JournalRejection
+from sink.journal.port import CapacityExhausted, JournalRejection, LeaseUnavailable
 from sink.journal.records import FrontierResult, LeaseKind, LeaseRequest, OperationRow
 from sink.runtime import plan_move
 from sink.runtime.failpoints import journal_point, request_point
@@ -86,7 +86,12 @@ class Supervisor:
         outcomes: list[ChildOutcome] = []
         children = sorted(parent.children, key=lambda child: child.descriptor.ordinal)
         for index, child in enumerate(children):
-            outcome = self.drive(child.operation_id)
+            try:
+                outcome = self.drive(child.operation_id)
+            except (CapacityExhausted, LeaseUnavailable):
+                # Another worker holds the child, or every remote-job slot is held (an unknown effect
+                # keeps its slot until reconciled): nothing was sent; try again later.
+                outcome = replace(outcome_of(self._row(child.operation_id)), exit_class=ExitClass.UNAVAILABLE)
             outcomes.append(outcome)
             if async_family and outcome.status is ChildStatus.PENDING:
                 outcomes.extend(outcome_of(later) for later in children[index + 1:])
@@ -103,7 +108,8 @@ class Supervisor:
         for _ in range(MAX_STEPS_PER_CHILD):
             row = self._row(operation_id)
             state = row.axes.execution_state
-            if state is ExecutionState.FINALIZED:
+            if state is ExecutionState.FINALIZED or outcome_of(row).status is ChildStatus.BLOCKED:
+                # Finalized, or an operator reconciliation is open: nothing automatic remains.
                 self._release(row)
                 return outcome_of(row, memory.error_code)
             if state is ExecutionState.PLANNED:
