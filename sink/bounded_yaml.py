@@ -31,7 +31,9 @@ Messages never quote document content beyond a short, identifier-like key name.
 from __future__ import annotations
 
 import codecs
+import os
 import re
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
@@ -345,6 +347,25 @@ def load_bounded_yaml(
             loader.dispose()
 
 
+def _read_regular_file(path: Path, limit: int) -> bytes | None:
+    # O_NONBLOCK: opening a FIFO for reading would otherwise block until a writer appears (a
+    # ``delivery check`` on a named pipe hung); FIFOs, sockets, block devices and terminals are
+    # refused. The type is checked on the opened descriptor,
+    # so a file swapped for a FIFO between a stat and the open can not slip through.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        # Character devices other than terminals (/dev/zero) never block and meet the size cap.
+        if not (stat.S_ISREG(mode) or (stat.S_ISCHR(mode) and not os.isatty(fd))):
+            return None
+        with os.fdopen(fd, "rb", closefd=True) as handle:
+            fd = -1
+            return handle.read(limit)
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
 def load_bounded_yaml_file(
     path: Path,
     *,
@@ -359,11 +380,13 @@ def load_bounded_yaml_file(
     """
     source = str(path)
     try:
-        with Path(path).open("rb") as handle:
-            data = handle.read(max_bytes + 1)
+        data = _read_regular_file(Path(path), max_bytes + 1)
     except OSError as exc:
         reason = type(exc).__name__
         raise BoundedYamlError("yaml.unreadable", f"cannot read file ({reason})", source) from None
+    if data is None:
+        raise BoundedYamlError("yaml.unreadable", "not a regular file (FIFO, socket, block device or terminal)",
+                               source)
     return load_bounded_yaml(
         data,
         source=source,

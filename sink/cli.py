@@ -303,5 +303,8 @@ def main(argv: list[str] | None = None) -> None:
     raise SystemExit(code if isinstance(code, int) else 0)
 
 
+# The commands that reach a receiver live in their own module; importing it registers them.
+from sink import cli_runtime  # noqa: E402, F401
+
 if __name__ == "__main__":
     main()

@@ -3,6 +3,7 @@ immutable ``restproof.rest_delivery_plan.v1`` plan, with every identity digest."
 
 from sink.compiler.compile import (
     COMPILER_VERSION,
+    child_delivery_identity,
     compile_plan,
     delivery_identity,
     plan_digest_matches,
@@ -19,6 +20,7 @@ __all__ = [
     "Diagnostic",
     "SourcePaths",
     "binding_semantics_digest",
+    "child_delivery_identity",
     "compile_files",
     "compile_plan",
     "default_paths",

@@ -11,9 +11,11 @@ from datetime import date
 from pydantic import ValidationError
 
 from sink.compiler.diagnostics import CompileError, Diagnostic, from_validation_error
+from sink.compiler.mapping_check import check_mapping
 from sink.compiler.semantics import binding_semantics_digest, profile_digests, semantic_value
 from sink.contracts.binding import ConnectionBinding
 from sink.contracts.environment import EnvironmentSnapshot
+from sink.contracts.mapping import PayloadMapping
 from sink.contracts.plan import (
     PLAN_SCHEMA_ID,
     CompiledPlan,
@@ -46,9 +48,14 @@ def compile_plan(
     profile: OperationProfile,
     binding: ConnectionBinding,
     environment: EnvironmentSnapshot,
+    *,
+    mapping: PayloadMapping | None = None,
 ) -> CompiledPlan:
-    """Resolve the three authorities into one immutable plan, or raise ``CompileError``."""
+    """Resolve the three authorities (and the workload's mapping) into one immutable plan, or
+    raise ``CompileError``. Without ``mapping`` the plan compiles but can not be prepared."""
     problems = _cross_check(workload, profile, binding, environment)
+    if mapping is not None:
+        problems.extend(check_mapping(workload, profile, mapping))
     if problems:
         raise CompileError(problems)
     semantics, policy, contract = profile_digests(profile)
@@ -83,6 +90,7 @@ def compile_plan(
             mutation=sink.mutation,
             mapping_ref=sink.payload.mapping_ref,
             preferred_window_days=_effective_window(workload, profile),
+            source=workload.source,
         ),
         "binding": PlanBinding(
             connection_ref=sink.connection_ref,
@@ -104,6 +112,7 @@ def compile_plan(
         "operation": profile,
         "required_capabilities": required_capabilities(profile, binding),
         "digests": digests,
+        "mapping": mapping,
     }
     return CompiledPlan(**fields, compiled_plan_digest=_plan_digest(fields))  # type: ignore[arg-type]
 
@@ -238,4 +247,50 @@ def delivery_identity(
         target_effect_scope=scope,
         scheduled_interval_end_utc=generation.scheduled_interval_end_utc,
         correction_revision=correction_revision,
+    )
+
+
+def child_delivery_identity(plan: CompiledPlan, parent: DeliveryIdentity, child_from: date,
+                            child_to: date) -> DeliveryIdentity:
+    """delivery_key and receiver_mutation_key of one child window of an admitted parent interval.
+
+    The generation is the PARENT's (scheduled_interval_end_utc, correction_revision): children are
+    one scheduled occurrence cut into windows, not new generations. ``source_boundary`` names the
+    extraction occurrence (the parent interval) and the child's span within it; the target effect
+    scope is the child window. Payload bytes are never an input (seed: "source_boundary in
+    delivery_key is the logical extraction occurrence and interval/checkpoint span").
+    """
+    parent_scope = parent.target_effect_scope
+    if not parent_scope.from_date <= child_from < child_to <= parent_scope.to_date:
+        raise CompileError.single("contract.invalid_scope", "child scope", "a child lies inside its parent interval")
+    scope = EffectScope(from_date=child_from, to_date=child_to)
+    mutation = plan.workload.mutation
+    generation = Generation(parent.scheduled_interval_end_utc, parent.correction_revision)
+    key = delivery_key(
+        logical_route_id=plan.workload.logical_route_id,
+        target_effect_scope={
+            "resource": plan.workload.resource,
+            "type": "date_range",
+            "bounds": scope.bounds,
+            "from": child_from.isoformat(),
+            "to": child_to.isoformat(),
+        },
+        source_boundary={
+            "kind": mutation.generation_from,
+            "scope_type": mutation.scope.type,
+            "source_field": mutation.scope.source_field,
+            "occurrence": {"from": parent_scope.from_date.isoformat(), "to": parent_scope.to_date.isoformat()},
+            "span": {"from": child_from.isoformat(), "to": child_to.isoformat()},
+        },
+        mutation_kind=mutation.kind,
+        generation=generation,
+    )
+    namespace = plan.digests.operation_namespace
+    return DeliveryIdentity(
+        operation_namespace=namespace,
+        delivery_key=key,
+        receiver_mutation_key=receiver_mutation_key(operation_namespace=namespace, delivery_key=key),
+        target_effect_scope=scope,
+        scheduled_interval_end_utc=parent.scheduled_interval_end_utc,
+        correction_revision=parent.correction_revision,
     )

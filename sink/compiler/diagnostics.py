@@ -45,6 +45,11 @@ CONTRACT_CODES: frozenset[str] = frozenset(
         "contract.uncertified_profile",
         "contract.invalid_scope",
         "contract.correction_not_allowed",
+        "contract.unsupported_source",
+        "contract.ambiguous_null",
+        "contract.missing_scope_field",
+        "contract.invalid_scope_field",
+        "contract.scope_field_mismatch",
     }
 )
 

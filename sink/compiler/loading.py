@@ -23,6 +23,7 @@ from sink.compiler.compile import compile_plan
 from sink.compiler.diagnostics import CompileError, Diagnostic, from_validation_error, from_yaml_error
 from sink.contracts.binding import ConnectionBinding
 from sink.contracts.environment import EnvironmentSnapshot
+from sink.contracts.mapping import PayloadMapping
 from sink.contracts.plan import CompiledPlan
 from sink.contracts.profile import OperationProfile
 from sink.contracts.workload import WorkloadManifest
@@ -37,6 +38,7 @@ class SourcePaths:
     profiles_dir: Path
     bindings_dir: Path
     environment: Path
+    mappings_dir: Path | None = None
 
 
 def default_paths(
@@ -45,6 +47,7 @@ def default_paths(
     profiles_dir: Path | None = None,
     bindings_dir: Path | None = None,
     environment: Path | None = None,
+    mappings_dir: Path | None = None,
 ) -> SourcePaths:
     # absolute(): a bare file name ("w.yaml" run inside workloads/) still finds its scenarios/ directory.
     scenarios = workload.absolute().parent.parent
@@ -53,6 +56,7 @@ def default_paths(
         profiles_dir=profiles_dir if profiles_dir is not None else scenarios / "profiles",
         bindings_dir=bindings_dir if bindings_dir is not None else scenarios / "bindings",
         environment=environment if environment is not None else scenarios / "environments" / "local.yaml",
+        mappings_dir=mappings_dir if mappings_dir is not None else scenarios / "mappings",
     )
 
 
@@ -97,14 +101,21 @@ def compile_files(paths: SourcePaths) -> CompiledPlan:
     binding_path = _try(lambda: _referenced_file(
         paths.bindings_dir, workload.sink.connection_ref, "connection binding",
         f"{workload_source}#sink.connection_ref"), problems)
+    mappings_dir = paths.mappings_dir if paths.mappings_dir is not None else (
+        paths.workload.absolute().parent.parent / "mappings")
+    mapping_path = _try(lambda: _referenced_file(
+        mappings_dir, workload.sink.payload.mapping_ref, "payload mapping",
+        f"{workload_source}#sink.payload.mapping_ref"), problems)
     profile = _try(lambda: load_document(profile_path, OperationProfile), problems) if profile_path else None
     binding = _try(lambda: load_document(binding_path, ConnectionBinding), problems) if binding_path else None
-    if problems or environment is None or profile is None or binding is None:
+    mapping = _try(lambda: load_document(mapping_path, PayloadMapping), problems) if mapping_path else None
+    if problems or environment is None or profile is None or binding is None or mapping is None:
         raise CompileError(problems)
     try:
-        return compile_plan(workload, profile, binding, environment)
+        return compile_plan(workload, profile, binding, environment, mapping=mapping)
     except CompileError as exc:
-        sources = {"workload": workload_source, "profile": str(profile_path), "binding": str(binding_path)}
+        sources = {"workload": workload_source, "profile": str(profile_path), "binding": str(binding_path),
+                   "mapping": str(mapping_path)}
         raise CompileError([_relocate(diagnostic, sources) for diagnostic in exc.diagnostics]) from None
 
 

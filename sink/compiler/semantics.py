@@ -73,8 +73,17 @@ def profile_operation_semantics_digest(profile: OperationProfile) -> str:
         },
         acknowledgement_contract=semantic_value(profile.acknowledgement),
         mutation_fence_contract=semantic_value(profile.mutation_fence),
-        verification_contract=semantic_value(profile.result_policy),
+        verification_contract=_verification_contract(profile),
     )
+
+
+def _verification_contract(profile: OperationProfile) -> CanonicalValue:
+    # Without a verification section the contract is the result policy alone, exactly as before
+    # the section existed: adding an optional section must not change existing identities.
+    if profile.verification is None:
+        return semantic_value(profile.result_policy)
+    return {"result_policy": semantic_value(profile.result_policy),
+            "verification": semantic_value(profile.verification)}
 
 
 def profile_execution_policy_digest(profile: OperationProfile) -> str:

@@ -13,6 +13,7 @@ from sink.contracts.errors import (
     Retryability,
     Severity,
 )
+from sink.contracts.mapping import MAPPING_SCHEMA_ID, MappedField, PayloadMapping
 from sink.contracts.plan import (
     PLAN_SCHEMA_ID,
     CompiledPlan,
@@ -42,7 +43,9 @@ from sink.contracts.profile_policy import (
 )
 from sink.contracts.profile_request import (
     CsvBody,
+    CsvDialect,
     JsonArrayBody,
+    JsonFormat,
     MultipartFileBody,
     NdjsonBody,
     PayloadPart,
@@ -58,6 +61,14 @@ from sink.contracts.results import (
 )
 from sink.contracts.schemas import DOCUMENT_MODELS, document_schema
 from sink.contracts.secret import SecretValue
+from sink.contracts.source import (
+    CsvFileSource,
+    NdjsonFileSource,
+    PostgresqlQuerySource,
+    SourceSpec,
+    SqliteQuerySource,
+    SyntheticSource,
+)
 from sink.contracts.state import (
     AXES,
     AcknowledgementState,
@@ -80,6 +91,7 @@ __all__ = [
     "AXES",
     "DOCUMENT_MODELS",
     "ERROR_CATALOG",
+    "MAPPING_SCHEMA_ID",
     "PLAN_SCHEMA_ID",
     "PROFILE_SCHEMA_ID",
     "REQUEST_SYMBOLS",
@@ -90,6 +102,8 @@ __all__ = [
     "CompiledPlan",
     "ConnectionBinding",
     "CsvBody",
+    "CsvDialect",
+    "CsvFileSource",
     "DeliveryBlocked",
     "DeliveryCompleted",
     "DeliveryError",
@@ -106,14 +120,18 @@ __all__ = [
     "ExitClass",
     "Extractor",
     "JsonArrayBody",
+    "JsonFormat",
     "Limits",
+    "MappedField",
     "MultipartFileBody",
     "MutationFence",
     "MutationSpec",
     "NdjsonBody",
+    "NdjsonFileSource",
     "ObservabilityPolicy",
     "OperationProfile",
     "OperatorAction",
+    "PayloadMapping",
     "PayloadPart",
     "PayloadSpec",
     "PlanBinding",
@@ -122,6 +140,7 @@ __all__ = [
     "PlanWorkload",
     "PollBudget",
     "PollSpec",
+    "PostgresqlQuerySource",
     "RateLimits",
     "RemoteEffect",
     "RemoteIdentity",
@@ -135,7 +154,10 @@ __all__ = [
     "ScopeSpec",
     "SecretValue",
     "Severity",
+    "SourceSpec",
+    "SqliteQuerySource",
     "SubmitRetryBudget",
+    "SyntheticSource",
     "TemplateLocation",
     "TimeoutVector",
     "VerificationState",

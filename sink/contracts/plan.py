@@ -15,7 +15,9 @@ from pydantic import Field, StrictBool, StrictInt, model_validator
 from sink.contracts._base import ContractModel, contract_error
 from sink.contracts.binding import AuthProvider, RemoteIdentity
 from sink.contracts.environment import EnvironmentSnapshot
+from sink.contracts.mapping import PayloadMapping
 from sink.contracts.profile import OperationProfile
+from sink.contracts.source import SourceSpec
 from sink.contracts.workload import MutationSpec
 
 PLAN_SCHEMA_ID = "restproof.rest_delivery_plan.v1"
@@ -54,6 +56,8 @@ class PlanWorkload(ContractModel):
     mapping_ref: str
     # Effective planning preference: the workload override, else the profile default.
     preferred_window_days: StrictInt | None
+    # The workload's source as written (file paths stay relative to the workload file).
+    source: SourceSpec | None = None
 
 
 class PlanDigests(ContractModel):
@@ -75,6 +79,8 @@ class CompiledPlan(ContractModel):
     operation: OperationProfile
     required_capabilities: tuple[str, ...]
     digests: PlanDigests
+    # The resolved mapping_ref, pinned: a sealed payload is never rebuilt under a newer mapping.
+    mapping: PayloadMapping | None = None
     compiled_plan_digest: Digest
 
 

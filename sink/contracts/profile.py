@@ -22,6 +22,7 @@ from sink.contracts.profile_policy import (
     TimeoutVector,
 )
 from sink.contracts.profile_request import MultipartFileBody, RequestSpec, check_header_name
+from sink.contracts.profile_verification import VerificationSpec
 from sink.contracts.workload import MutationKind
 
 PROFILE_SCHEMA_ID = "restproof.operation_profile.v1"
@@ -125,6 +126,7 @@ class OperationProfile(ContractModel):
     effect_conflict_group: str
     limits: Limits
     result_policy: ResultPolicy
+    verification: VerificationSpec | None = None
     timeouts: TimeoutVector
     submit_retry: SubmitRetryBudget
     poll_budget: PollBudget | None = None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, StrictBool, StrictInt, field_validator, model_validator
 
 from sink.contracts._base import ContractModel, contract_error
 from sink.contracts.symbols import REQUEST_SYMBOLS, TemplateLocation, template_symbols
@@ -45,6 +45,52 @@ _PART_CONTENT_TYPE = {"csv": "text/csv", "ndjson": "application/x-ndjson", "json
 
 Compression = Literal["none", "gzip"]
 PayloadFormat = Literal["csv", "ndjson", "json_array"]
+TimestampPrecision = Literal["seconds", "milliseconds", "microseconds"]
+# gzip bytes are a function of the level (and of the deflate implementation, pinned per payload).
+GzipLevel = Annotated[StrictInt, Field(ge=1, le=9)]
+DEFAULT_GZIP_LEVEL = 6
+
+
+class CsvDialect(ContractModel):
+    """Profile-owned CSV bytes (seed: "Deterministic CSV parameters"). RFC 4180 quoting: a field
+    is quoted when it holds the delimiter, a quote, CR or LF; quotes are doubled."""
+
+    encoding: Literal["utf-8"] = "utf-8"
+    bom: StrictBool = False
+    delimiter: Literal[",", ";", "\t", "|"] = ","
+    quote: Literal['"'] = '"'
+    escape: Literal["double_quote"] = "double_quote"
+    line_terminator: Literal["crlf", "lf"] = "crlf"
+    header: StrictBool = True
+    # Null is written as this unquoted text; an empty string as ``""`` (quoted) or nothing.
+    null_text: str = Field(default="", max_length=16)
+    empty_string: Literal["quoted", "unquoted"] = "quoted"
+    decimal_separator: Literal["."] = "."
+    timestamp_precision: TimestampPrecision = "seconds"
+    timestamp_zone: Literal["UTC"] = "UTC"
+    boolean_text: Literal["true_false", "1_0"] = "true_false"
+
+    @field_validator("null_text")
+    @classmethod
+    def _null_text(cls, value: str) -> str:
+        if any(char in value for char in ',;\t|"\r\n') or not value.isprintable():
+            raise contract_error("contract.invalid_value", "null_text may not hold a delimiter, quote or newline")
+        return value
+
+    @property
+    def null_is_empty_string(self) -> bool:
+        """Null and the empty string are the same bytes: a field keeping both is ambiguous."""
+        return self.null_text == "" and self.empty_string == "unquoted"
+
+
+class JsonFormat(ContractModel):
+    """Profile-owned JSON bytes: fields in mapping order, no insignificant whitespace."""
+
+    decimal: Literal["string", "number"] = "string"
+    timestamp_precision: TimestampPrecision = "seconds"
+    unicode: Literal["utf-8", "ascii_escaped"] = "utf-8"
+    # ``omit`` leaves a null field out of the object; ``emit`` writes ``null``.
+    null: Literal["emit", "omit"] = "emit"
 
 
 def check_method(value: Any, *, allowed: tuple[str, ...]) -> Any:
@@ -73,6 +119,9 @@ class PayloadPart(ContractModel):
     content_type: str
     # Deterministic file name template; may carry the receiver fence (e.g. "{receiver_mutation_key}.csv.gz").
     filename: str
+    gzip_level: GzipLevel = DEFAULT_GZIP_LEVEL
+    csv_dialect: CsvDialect | None = None
+    json_format: JsonFormat | None = None
 
     @field_validator("name")
     @classmethod
@@ -96,6 +145,10 @@ class PayloadPart(ContractModel):
                 f"content_type must be {expected} for {self.format} with compression {self.compression}",
                 field="content_type",
             )
+        if self.csv_dialect is not None and self.format != "csv":
+            raise contract_error("contract.invalid_value", "csv_dialect applies to a csv part", field="csv_dialect")
+        if self.json_format is not None and self.format == "csv":
+            raise contract_error("contract.invalid_value", "json_format applies to a JSON part", field="json_format")
         return self
 
 
@@ -132,16 +185,22 @@ class ScalarPart(ContractModel):
 class JsonArrayBody(ContractModel):
     type: Literal["json_array"]
     compression: Compression = "none"
+    gzip_level: GzipLevel = DEFAULT_GZIP_LEVEL
+    json_format: JsonFormat = Field(default_factory=JsonFormat)
 
 
 class NdjsonBody(ContractModel):
     type: Literal["ndjson"]
     compression: Compression = "none"
+    gzip_level: GzipLevel = DEFAULT_GZIP_LEVEL
+    json_format: JsonFormat = Field(default_factory=JsonFormat)
 
 
 class CsvBody(ContractModel):
     type: Literal["csv"]
     compression: Compression = "none"
+    gzip_level: GzipLevel = DEFAULT_GZIP_LEVEL
+    csv_dialect: CsvDialect = Field(default_factory=CsvDialect)
 
 
 class MultipartFileBody(ContractModel):

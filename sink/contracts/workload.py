@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import Field, StrictInt, field_validator
 
 from sink.contracts._base import ContractModel, Description, check_identifier, contract_error
+from sink.contracts.source import SourceSpec, check_source_kind
 
 MUTATION_KINDS = ("partition_replace", "incremental_append")
 _PROFILE_REF = re.compile(r"^([a-z0-9](?:[a-z0-9._-]{0,126}[a-z0-9])?)@([1-9][0-9]{0,5})$")
@@ -120,6 +121,14 @@ class WorkloadManifest(ContractModel):
     logical_route_id: str
     description: Description
     sink: RestSinkSpec
+    # Where the rows come from (docs/payloads.md). Optional for compile-only use; preparing a
+    # delivery (freeze, plan, seal) refuses a workload without one.
+    source: SourceSpec | None = None
+
+    @field_validator("source", mode="before")
+    @classmethod
+    def _source_kind(cls, value: Any) -> Any:
+        return check_source_kind(value)
 
     @field_validator("logical_route_id")
     @classmethod

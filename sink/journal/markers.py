@@ -30,6 +30,7 @@ from sink.journal.records import (
 )
 
 MARKER_FORMAT = "restproof.may-attempt.v1"
+GRANT_CLAIM_FORMAT = "restproof.may-attempt-grant-claim.v1"
 _ORDINAL_FILE = re.compile(r"^(\d{10})\.json$")
 
 
@@ -72,6 +73,27 @@ class MayAttemptMarker:
 
 
 @dataclass(frozen=True, slots=True)
+class GrantClaim:
+    """The identity of the one critical submit that used a marker: written once, before COMMIT."""
+
+    operation_namespace: str
+    operation_id: str
+    attempt_ordinal: int
+    attempt_id: str
+    marker_digest: str
+    expected_revision: int
+    journal_epoch: int
+    lease_owner: str
+    claimed_at_utc: str
+    grant_nonce: str
+    """Random per submit call: no two calls ever write equal claims."""
+
+    def canonical_bytes(self) -> bytes:
+        body = {"format": GRANT_CLAIM_FORMAT, **asdict(self)}
+        return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
+
+
+@dataclass(frozen=True, slots=True)
 class StoredMarker:
     marker: MayAttemptMarker
     digest: str
@@ -105,6 +127,12 @@ class MarkerStore(Protocol):
 
     def scan(self) -> Iterator[StoredMarker | UnreadableMarker]:
         """Every marker in the store, readable or not."""
+
+    def claim_grant(self, claim: GrantClaim) -> bool:
+        """Publish the grant claim of a marker once; True only when THIS call created it."""
+
+    def grant_claimed(self, operation_namespace: str, operation_id: str, attempt_ordinal: int) -> bool:
+        """Whether a grant claim exists for this marker key (readable or not)."""
 
 
 def namespace_key(operation_namespace: str) -> str:
@@ -151,8 +179,16 @@ class FileMarkerStore:
         existing = self.get(marker.operation_namespace, marker.operation_id, marker.attempt_ordinal)
         if existing is not None:
             return self._resolve_existing(existing, marker)
+        if not self._publish_once(final, marker.canonical_bytes()):
+            raced = self.get(marker.operation_namespace, marker.operation_id, marker.attempt_ordinal)
+            if raced is None:  # pragma: no cover - link said it exists, so it does
+                raise FileExistsError(final)
+            return self._resolve_existing(raced, marker)
+        return StoredMarker(marker, marker.digest(), created=True)
+
+    def _publish_once(self, final: Path, raw: bytes) -> bool:
+        """Write ``raw`` to ``final`` atomically and durably unless it exists; True if we created it."""
         final.parent.mkdir(parents=True, exist_ok=True)
-        raw = marker.canonical_bytes()
         tmp = final.with_name(f".{final.name}.{os.getpid()}.{os.urandom(6).hex()}.tmp")
         fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o444)
         try:
@@ -165,16 +201,23 @@ class FileMarkerStore:
         except OSError as exc:
             if exc.errno != errno.EEXIST:
                 raise
-            raced = self.get(marker.operation_namespace, marker.operation_id, marker.attempt_ordinal)
-            if raced is None:  # pragma: no cover - link said it exists, so it does
-                raise
-            return self._resolve_existing(raced, marker)
+            return False
         finally:
             tmp.unlink(missing_ok=True)
         _fsync_dir(final.parent)
         _fsync_dir(final.parent.parent)
         _fsync_dir(self._root)
-        return StoredMarker(marker, marker.digest(), created=True)
+        return True
+
+    def _claim_path(self, operation_namespace: str, operation_id: str, attempt_ordinal: int) -> Path:
+        return self._path(operation_namespace, operation_id, attempt_ordinal).with_suffix(".grant.json")
+
+    def claim_grant(self, claim: GrantClaim) -> bool:
+        path = self._claim_path(claim.operation_namespace, claim.operation_id, claim.attempt_ordinal)
+        return self._publish_once(path, claim.canonical_bytes())
+
+    def grant_claimed(self, operation_namespace: str, operation_id: str, attempt_ordinal: int) -> bool:
+        return self._claim_path(operation_namespace, operation_id, attempt_ordinal).exists()
 
     @staticmethod
     def _resolve_existing(existing: StoredMarker, wanted: MayAttemptMarker) -> StoredMarker:

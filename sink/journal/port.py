@@ -82,6 +82,10 @@ class RejectionReason(StrEnum):
     INVALID_REQUEST = "invalid_request"
     PROMOTION_ONLY_VIA_FRONTIER = "promotion_only_via_frontier"
     MARKER_NOT_ORPHAN = "marker_not_orphan"
+    ORPHAN_MARKER = "orphan_marker_possible_remote_effect"
+    """The next attempt's marker was already claimed by a critical submit that the journal does not
+    hold (a rewound journal, or a commit that failed after the claim): possible remote effect, the
+    submit is refused and the marker is reconciliation work (operator-only retirement)."""
 
 
 class JournalError(Exception):
@@ -113,12 +117,73 @@ class JournalConfigurationError(JournalError):
     """The journal cannot be opened as configured (schema newer than code, zero-RPO on SQLite, ...)."""
 
 
+EXIT_UNAVAILABLE = 3
+"""Exit class of every JournalUnavailable (the project's "3 unavailable")."""
+
+
+class UnavailableOutcome(StrEnum):
+    """What an unavailable journal means for the transaction the caller asked for."""
+
+    NOT_SENT = "not_sent"
+    """COMMIT was never sent (no connection, lost before COMMIT, or refused before writing):
+    nothing of the transaction is in the journal."""
+    OUTCOME_UNKNOWN = "outcome_unknown"
+    """The transaction may have committed (the connection broke while COMMIT was in flight, or it
+    committed locally without its replication being confirmed). For a critical transaction: do
+    not send; reread the journal after reconnecting."""
+
+
+class UnavailableCode(StrEnum):
+    """Stable codes of JournalUnavailable (journal-local; not REST_DELIVERY_* catalog codes)."""
+
+    NOT_SENT = "journal.unavailable.not_sent"
+    OUTCOME_UNKNOWN = "journal.unavailable.outcome_unknown"
+    DURABILITY_NOT_PROVEN = "journal.unavailable.durability_not_proven"
+    ZERO_RPO_NOT_PROVEN = "journal.unavailable.zero_rpo_not_proven"
+    REPLICATION_UNCONFIRMED = "journal.unavailable.replication_unconfirmed"
+
+
 class JournalUnavailable(JournalError):
-    """The journal authority cannot be reached or cannot prove durability: do not submit."""
+    """The journal authority cannot be reached or cannot prove durability: do not submit.
+
+    ``code`` is stable, ``exit_code`` is always 3, ``outcome`` says whether the transaction is
+    certainly absent (NOT_SENT) or may have committed (OUTCOME_UNKNOWN). Messages carry no DSN,
+    password or payload."""
+
+    exit_code = EXIT_UNAVAILABLE
+
+    def __init__(self, message: str, *, outcome: UnavailableOutcome = UnavailableOutcome.NOT_SENT,
+                 code: UnavailableCode | None = None) -> None:
+        self.outcome = outcome
+        self.code = code if code is not None else UnavailableCode(f"journal.unavailable.{outcome.value}")
+        super().__init__(f"{self.code.value}: {message}")
+
+    @property
+    def may_have_committed(self) -> bool:
+        return self.outcome is UnavailableOutcome.OUTCOME_UNKNOWN
+
+
+class JournalDurabilityNotProven(JournalUnavailable):
+    """The server's settings can lose an acknowledged commit (fsync off, synchronous_commit below
+    on, SQLite synchronous below FULL): a critical transaction is refused before it writes."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, code=UnavailableCode.DURABILITY_NOT_PROVEN)
 
 
 class ZeroRpoNotProven(JournalUnavailable):
-    """The critical commit was not proven replicated to the synchronous quorum: do not submit."""
+    """The critical commit was not proven replicated to the synchronous quorum: do not submit.
+
+    NOT_SENT (ZERO_RPO_NOT_PROVEN): the quorum was missing before COMMIT, nothing was written.
+    OUTCOME_UNKNOWN (REPLICATION_UNCONFIRMED): committed on the primary, replication unconfirmed;
+    the mutation gate was closed."""
+
+    def __init__(self, message: str, *, committed_locally: bool = False) -> None:
+        if committed_locally:
+            super().__init__(message, outcome=UnavailableOutcome.OUTCOME_UNKNOWN,
+                             code=UnavailableCode.REPLICATION_UNCONFIRMED)
+        else:
+            super().__init__(message, code=UnavailableCode.ZERO_RPO_NOT_PROVEN)
 
 
 @runtime_checkable

@@ -8,7 +8,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 SCENARIOS = REPO / "scenarios"
 FIXTURES = REPO / "tests" / "fixtures" / "compiler"
-AUTHORING_DIRS = ("profiles", "bindings", "workloads", "environments")
+AUTHORING_DIRS = ("profiles", "bindings", "workloads", "environments", "mappings")
 SENTINEL = "SENTINEL-7f3a9c-LEAK-CANARY"
 
 ASYNC_PROFILE = "profiles/mock.dataset-jobs@1.yaml"

@@ -24,10 +24,15 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from sink.journal.durability import Durability
 from sink.journal.markers import FileMarkerStore
 from sink.journal.port import DeliveryJournalPort
 from sink.journal.postgres import open_postgres_journal
 from sink.journal.sqlite.adapter import open_sqlite_journal
+
+TESTS_ONLY = Durability.NON_DURABLE_TESTS_ONLY
+"""The session server runs lossy (fsync=off, synchronous_commit=off) for speed: tests that are not
+about durability open the journal in the explicit tests-only mode; durability has its own tests."""
 
 
 class SteppingClock:
@@ -64,7 +69,7 @@ def postgres_journal_env(dsn: str, markers: FileMarkerStore) -> Iterator[Journal
     journal cannot be opened after creating part of it)."""
     schema = "jn_" + uuid.uuid4().hex[:12]
     try:
-        journal = open_postgres_journal(dsn, schema=schema, markers=markers)
+        journal = open_postgres_journal(dsn, durability=TESTS_ONLY, schema=schema, markers=markers)
         try:
             yield JournalEnv(journal, markers, lambda delta: time.sleep(delta.total_seconds()), "postgres")
         finally:

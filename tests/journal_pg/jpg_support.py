@@ -14,6 +14,7 @@ from typing import Any
 import psycopg
 
 from sink.contracts.errors import DeliveryError
+from sink.journal.durability import Durability
 from sink.journal.markers import FileMarkerStore, MarkerStore, MayAttemptMarker
 from sink.journal.port import DeliveryJournalPort, JournalRejection
 from sink.journal.postgres import open_postgres_journal
@@ -31,6 +32,8 @@ from sink.journal.records import (
     TransitionRequest,
 )
 
+TESTS_ONLY = Durability.NON_DURABLE_TESTS_ONLY
+"""For the lossy session server (tests/conftest.py): tests not about durability only."""
 NAMESPACE = "ns:pg-tests:dev:1"
 CAPACITY = "receiver-jobs"
 BASE = datetime(2026, 8, 1, tzinfo=UTC)
@@ -128,8 +131,8 @@ def race_worker(worker_id: int, dsn: str, schema: str, marker_root: str, barrier
                 tasks: Any, results: Any) -> None:
     """Run tasks from this worker's own `tasks` queue in lockstep with the other workers (the
     barrier releases all of them at once); report one outcome per task."""
-    journal = open_postgres_journal(dsn, schema=schema, markers=FileMarkerStore(Path(marker_root)),
-                                    max_connections=1)
+    journal = open_postgres_journal(dsn, durability=TESTS_ONLY, schema=schema,
+                                    markers=FileMarkerStore(Path(marker_root)), max_connections=1)
     markers = FileMarkerStore(Path(marker_root))
     try:
         while True:
@@ -173,8 +176,8 @@ def pausing_worker(dsn: str, schema: str, marker_root: str, point: str, action: 
             paused.set()
             time.sleep(300)
 
-    journal = open_postgres_journal(dsn, schema=schema, markers=FileMarkerStore(Path(marker_root)),
-                                    max_connections=1, fault_hook=hook)
+    journal = open_postgres_journal(dsn, durability=TESTS_ONLY, schema=schema,
+                                    markers=FileMarkerStore(Path(marker_root)), max_connections=1, fault_hook=hook)
     if action == "admit":
         journal.admit_parent(payload)
     elif action == "submit":

@@ -21,6 +21,7 @@ from typing import Any
 import psycopg
 import pytest
 from jpg_support import (
+    TESTS_ONLY,
     daily_parent,
     drop_schema,
     new_schema,
@@ -31,8 +32,9 @@ from jpg_support import (
     submit_request,
 )
 
+from sink.journal.marker_policy import ORPHAN_CLAIMED_REASON
 from sink.journal.markers import FileMarkerStore
-from sink.journal.port import DeliveryJournalPort
+from sink.journal.port import DeliveryJournalPort, JournalRejection, RejectionReason
 from sink.journal.postgres import open_postgres_journal
 from sink.journal.records import LeaseKind, LeaseRequest, TransitionRequest
 
@@ -96,7 +98,7 @@ class Env:
 def env(pg_dsn: str, tmp_path: Path) -> Iterator[Env]:
     schema = new_schema()
     markers = FileMarkerStore(tmp_path / "markers")
-    journal = open_postgres_journal(pg_dsn, schema=schema, markers=markers)
+    journal = open_postgres_journal(pg_dsn, durability=TESTS_ONLY, schema=schema, markers=markers)
     journal.configure_capacity("receiver-jobs", 4)
     try:
         yield Env(journal, markers, tmp_path / "markers", pg_dsn, schema)
@@ -144,3 +146,20 @@ def test_jpg_kill_inside_effect_transition_leaves_nothing(env: Env, point: str) 
     assert done.axes.remote_effect.value == "FULLY_APPLIED"
     assert len(env.journal.effect_intervals("domain-a")) == 1
     assert env.journal.capacity_status("receiver-jobs").held_by_attempts == ()
+
+
+def test_jpg_kill_after_the_grant_claim_leaves_an_orphan_never_a_second_grant(env: Env) -> None:
+    """Killed after the marker's grant claim, before COMMIT: the journal holds nothing, and the same
+    request is refused (the claim may belong to a grant whose POST went out): reconciliation work."""
+    op = seal(env.journal, env.journal.admit_parent(daily_parent("kill-claimed", 1)).children[0])
+    env.journal.acquire_lease(LeaseRequest(LeaseKind.MUTATION, op.operation_id, "w1"))
+    request = submit_request(op, publish_marker(env.journal, env.markers, op), "w1")
+    before = env.snapshot()
+    env.kill_at("submit.marker_claimed", "submit", request)
+    assert env.snapshot() == before
+    with pytest.raises(JournalRejection) as refused:
+        env.journal.reserve_and_mark_submitting(request)
+    assert refused.value.reason is RejectionReason.ORPHAN_MARKER
+    assert env.snapshot() == before
+    assert [(o.attempt_id, o.reason) for o in env.journal.find_orphan_markers()] == [
+        (request.attempt_id, ORPHAN_CLAIMED_REASON)]

@@ -11,7 +11,7 @@ from threading import Barrier
 
 import psycopg
 import pytest
-from jpg_support import daily_parent, drop_schema, new_schema, outcome_of, seal, submit
+from jpg_support import TESTS_ONLY, daily_parent, drop_schema, new_schema, outcome_of, seal, submit
 
 from sink.journal.markers import FileMarkerStore
 from sink.journal.port import DeliveryJournalPort, JournalRejection, LeaseUnavailable, RejectionReason
@@ -38,7 +38,7 @@ class Env:
 def env(pg_dsn: str, tmp_path: Path) -> Iterator[Env]:
     schema = new_schema()
     markers = FileMarkerStore(tmp_path / "markers")
-    journal = open_postgres_journal(pg_dsn, schema=schema, markers=markers, max_connections=8)
+    journal = open_postgres_journal(pg_dsn, durability=TESTS_ONLY, schema=schema, markers=markers, max_connections=8)
     try:
         yield Env(journal, markers, pg_dsn, schema)
     finally:

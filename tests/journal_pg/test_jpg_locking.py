@@ -14,7 +14,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from jpg_support import daily_parent, drop_schema, new_schema, publish_marker, seal, submit_request
+from jpg_support import TESTS_ONLY, daily_parent, drop_schema, new_schema, publish_marker, seal, submit_request
 
 from sink.journal.markers import FileMarkerStore
 from sink.journal.port import DeliveryJournalPort
@@ -28,7 +28,7 @@ pytestmark = [pytest.mark.postgres, pytest.mark.timeout(60)]
 def journal(pg_dsn: str, tmp_path: Path) -> Iterator[tuple[DeliveryJournalPort, FileMarkerStore, str]]:
     schema = new_schema()
     markers = FileMarkerStore(tmp_path / "markers")
-    opened = open_postgres_journal(pg_dsn, schema=schema, markers=markers)
+    opened = open_postgres_journal(pg_dsn, durability=TESTS_ONLY, schema=schema, markers=markers)
     opened.configure_capacity("receiver-jobs", 4)
     try:
         yield opened, markers, schema

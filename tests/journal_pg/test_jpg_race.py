@@ -17,6 +17,7 @@ from typing import Any
 import psycopg
 import pytest
 from jpg_support import (
+    TESTS_ONLY,
     admission,
     child,
     daily_parent,
@@ -71,7 +72,7 @@ def race(pg_dsn: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Race
     schema = new_schema()
     marker_root = tmp_path_factory.mktemp("race-markers")
     markers = FileMarkerStore(marker_root)
-    journal = open_postgres_journal(pg_dsn, schema=schema, markers=markers)
+    journal = open_postgres_journal(pg_dsn, durability=TESTS_ONLY, schema=schema, markers=markers)
     journal.configure_capacity("receiver-jobs", 10_000)
     ctx = mp.get_context("spawn")
     barrier = ctx.Barrier(WORKERS)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from jpg_support import daily_parent, drop_schema, new_schema
+from jpg_support import TESTS_ONLY, daily_parent, drop_schema, new_schema
 
 from sink.journal.markers import FileMarkerStore
 from sink.journal.port import JournalConfigurationError, JournalUnavailable
@@ -29,8 +29,8 @@ def test_jpg_concurrent_opens_of_a_new_schema_migrate_once(pg_dsn: str, tmp_path
     markers = FileMarkerStore(tmp_path)
     try:
         with ThreadPoolExecutor(4) as pool:
-            journals = list(pool.map(lambda _: open_postgres_journal(pg_dsn, schema=schema, markers=markers),
-                                     range(4)))
+            journals = list(pool.map(lambda _: open_postgres_journal(
+                pg_dsn, durability=TESTS_ONLY, schema=schema, markers=markers), range(4)))
         assert {j.schema_version() for j in journals} == {bundled_migrations()[-1].version}
         for journal in journals:
             journal.close()
@@ -43,11 +43,11 @@ def test_jpg_concurrent_opens_of_a_new_schema_migrate_once(pg_dsn: str, tmp_path
 def test_jpg_schema_newer_than_the_code_is_refused(pg_dsn: str, tmp_path: Path) -> None:
     schema = new_schema()
     try:
-        open_postgres_journal(pg_dsn, schema=schema, markers=FileMarkerStore(tmp_path)).close()
+        open_postgres_journal(pg_dsn, durability=TESTS_ONLY, schema=schema, markers=FileMarkerStore(tmp_path)).close()
         with psycopg.connect(pg_dsn, autocommit=True) as conn:
             conn.execute(f"INSERT INTO {schema}.schema_version (version, name) VALUES (999, '0999_future.sql')")
         with pytest.raises(JournalConfigurationError, match="newer than this code"):
-            open_postgres_journal(pg_dsn, schema=schema, markers=FileMarkerStore(tmp_path))
+            open_postgres_journal(pg_dsn, durability=TESTS_ONLY, schema=schema, markers=FileMarkerStore(tmp_path))
     finally:
         drop_schema(pg_dsn, schema)
 
@@ -55,12 +55,13 @@ def test_jpg_schema_newer_than_the_code_is_refused(pg_dsn: str, tmp_path: Path) 
 @pytest.mark.parametrize("bad", ["", "Upper", "1starts_with_digit", "semi;colon", "x" * 64, 'quo"te'])
 def test_jpg_invalid_schema_names_are_refused(pg_dsn: str, tmp_path: Path, bad: str) -> None:
     with pytest.raises(JournalConfigurationError, match="schema must be"):
-        open_postgres_journal(pg_dsn, schema=bad, markers=FileMarkerStore(tmp_path))
+        open_postgres_journal(pg_dsn, durability=TESTS_ONLY, schema=bad, markers=FileMarkerStore(tmp_path))
 
 
 def test_jpg_unknown_option_is_refused(pg_dsn: str, tmp_path: Path) -> None:
     with pytest.raises(JournalConfigurationError, match="unknown PostgreSQL journal option"):
-        open_postgres_journal(pg_dsn, schema="unused", markers=FileMarkerStore(tmp_path), colour="blue")
+        open_postgres_journal(pg_dsn, durability=TESTS_ONLY, schema="unused", markers=FileMarkerStore(tmp_path),
+                              colour="blue")
 
 
 def test_jpg_unreachable_server_is_journal_unavailable_without_secrets(tmp_path: Path) -> None:
@@ -76,7 +77,7 @@ def test_jpg_unreachable_server_is_journal_unavailable_without_secrets(tmp_path:
 
 def test_jpg_overlap_queries_can_use_the_gist_index_and_the_map_rejects_overlap(pg_dsn: str, tmp_path: Path) -> None:
     schema = new_schema()
-    journal = open_postgres_journal(pg_dsn, schema=schema, markers=FileMarkerStore(tmp_path))
+    journal = open_postgres_journal(pg_dsn, durability=TESTS_ONLY, schema=schema, markers=FileMarkerStore(tmp_path))
     try:
         journal.admit_parent(daily_parent("gist", 30))
         with psycopg.connect(pg_dsn, autocommit=True) as conn:

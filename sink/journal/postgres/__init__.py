@@ -9,14 +9,20 @@ forward-only migrations to ``schema`` and returns a DeliveryJournalPort. Options
 * ``contract``: the design contract (default: the bundled one);
 * ``min_connections`` / ``max_connections``: pool bounds (default 1 / 4);
 * ``connect_timeout_s``: pool open/checkout timeout (default 30);
+* ``durability``: ``Durability.DURABLE`` (default) checks at open that the server fsyncs and pins
+  every critical transaction durable (SET LOCAL synchronous_commit, fsync checked), refusing with
+  JournalDurabilityNotProven otherwise; ``Durability.NON_DURABLE_TESTS_ONLY`` skips that, for
+  tests that are not about durability (never used by a CLI; refused together with ``zero_rpo``);
 * ``fault_hook``: test hook called at named points inside transactions.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from sink.design.query import DesignContract, load_design_contract
+from sink.journal.durability import NON_DURABLE_WARNING, Durability
 from sink.journal.markers import MarkerStore
 from sink.journal.port import DeliveryJournalPort, JournalConfigurationError
 from sink.journal.postgres.adapter import PostgresJournal
@@ -25,7 +31,9 @@ from sink.journal.postgres.connection import JournalConnections
 from sink.journal.postgres.schema import ensure_btree_gist, migrate, validate_schema_name
 from sink.journal.postgres.zero_rpo import ZeroRpoPolicy
 
-__all__ = ["PostgresJournal", "ZeroRpoPolicy", "open_postgres_journal"]
+__all__ = ["Durability", "PostgresJournal", "ZeroRpoPolicy", "open_postgres_journal"]
+
+LOG = logging.getLogger(__name__)
 
 
 def open_postgres_journal(
@@ -40,21 +48,28 @@ def open_postgres_journal(
     max_connections: int = 4,
     connect_timeout_s: float = 30.0,
     fault_hook: FaultHook | None = None,
+    durability: Durability = Durability.DURABLE,
     **unknown: Any,
 ) -> DeliveryJournalPort:
     if unknown:
         raise JournalConfigurationError(f"unknown PostgreSQL journal option(s): {', '.join(sorted(unknown))}")
     if require_zero_rpo and zero_rpo is None:
         raise JournalConfigurationError("zero-RPO is required: pass zero_rpo=ZeroRpoPolicy(...)")
+    durability = Durability(durability)
+    if durability is not Durability.DURABLE:
+        if zero_rpo is not None:
+            raise JournalConfigurationError("zero-RPO needs a durable journal: drop the non-durable tests-only mode")
+        LOG.warning(NON_DURABLE_WARNING)
     if not 1 <= min_connections <= max_connections:
         raise JournalConfigurationError("need 1 <= min_connections <= max_connections")
     validate_schema_name(schema)
     design = contract if contract is not None else load_design_contract()
     # Bootstrap on a plain pool connection, then reopen the pool with the final search_path.
     bootstrap = JournalConnections(dsn, search_path="public", min_size=1, max_size=1, zero_rpo=None,
-                                   connect_timeout_s=connect_timeout_s)
+                                   connect_timeout_s=connect_timeout_s, durability=durability)
     bootstrap.open(connect_timeout_s)
     try:
+        bootstrap.check_settings()  # before anything is written: a lossy server is refused at open
         with bootstrap.connection() as conn:
             extension_schema = ensure_btree_gist(conn)
             version = migrate(conn, schema, extension_schema)
@@ -62,7 +77,7 @@ def open_postgres_journal(
         bootstrap.close()
     connections = JournalConnections(
         dsn, search_path=f"{schema},{extension_schema}", min_size=min_connections, max_size=max_connections,
-        zero_rpo=zero_rpo, connect_timeout_s=connect_timeout_s,
+        zero_rpo=zero_rpo, connect_timeout_s=connect_timeout_s, durability=durability,
     )
     connections.open(connect_timeout_s)
     return PostgresJournal(connections, schema=schema, markers=markers, contract=design, version=version,

@@ -24,7 +24,7 @@ from sink.contracts.errors import DeliveryError, ErrorCode
 from sink.contracts.state import AcknowledgementState
 from sink.journal.frontier import plan_promotion
 from sink.journal.ids import operation_id_for, require_digest
-from sink.journal.marker_policy import check_retirement_request
+from sink.journal.marker_policy import check_retirement_request, marker_attempt_mismatch
 from sink.journal.markers import StoredMarker, UnreadableMarker, namespace_key
 from sink.journal.port import JournalRejection, RejectionReason, TransitionRejected
 from sink.journal.postgres import admission, effects, retirement, submit
@@ -371,7 +371,8 @@ class PostgresJournal(PostgresJournalBase):
                     continue
                 if retirement.is_retired(cur, entry):
                     continue  # retired by an operator with evidence: listed by list_retired_markers
-                reason = _marker_mismatch(cur, entry)
+                reason = _marker_mismatch(cur, entry, self._markers.grant_claimed(
+                    entry.marker.operation_namespace, entry.marker.operation_id, entry.marker.attempt_ordinal))
                 if reason is not None:
                     m = entry.marker
                     orphans.append(OrphanMarker(m.operation_namespace, m.operation_id, m.attempt_ordinal,
@@ -379,15 +380,9 @@ class PostgresJournal(PostgresJournalBase):
         return tuple(orphans)
 
 
-def _marker_mismatch(cur: Cursor, entry: StoredMarker) -> str | None:
+def _marker_mismatch(cur: Cursor, entry: StoredMarker, claimed: bool) -> str | None:
     m = entry.marker
-    cur.execute("SELECT attempt_id, expected_revision, journal_epoch, marker_digest FROM attempts "
-                "WHERE operation_id = %s AND attempt_ordinal = %s", (m.operation_id, m.attempt_ordinal))
-    attempt = cur.fetchone()
-    if attempt is None:
-        return "no journal attempt for this marker: possible remote effect"
-    if (attempt["attempt_id"], attempt["expected_revision"], attempt["journal_epoch"], attempt["marker_digest"]) != (
-        m.attempt_id, m.expected_revision, m.journal_epoch, entry.digest
-    ):
-        return "journal attempt differs from the marker: possible remote effect"
-    return None
+    cur.execute(f"SELECT {submit.ATTEMPT_COLUMNS} FROM attempts WHERE operation_id = %s AND attempt_ordinal = %s",
+                (m.operation_id, m.attempt_ordinal))
+    found = cur.fetchone()
+    return marker_attempt_mismatch(entry, None if found is None else submit.attempt_of(found), claimed=claimed)

@@ -252,6 +252,11 @@ class ClusterSet:
         self._clusters.append(standby)
         return standby
 
+    def adopt(self, cluster: Cluster) -> Cluster:
+        """Destroy `cluster` with the others (e.g. a server started on a restored base backup)."""
+        self._clusters.append(cluster)
+        return cluster
+
     def destroy_all(self) -> None:
         for cluster in reversed(self._clusters):
             cluster.destroy()

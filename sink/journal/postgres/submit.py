@@ -5,11 +5,14 @@ Runs inside one transaction opened by the adapter (through the zero-RPO guard wh
 1. one statement: gate row FOR SHARE, the operation's effect-domain lock row and the operation
    row FOR UPDATE (locking clauses apply in the order written: gate, domain, operation), and
    whether the caller holds the mutation lease on the server clock;
-2. pure checks (revision, contract transition, lease, ordinal) and the MAY_ATTEMPT marker read;
+2. pure checks (revision, contract transition, lease, ordinal), the MAY_ATTEMPT marker read and
+   its binding, and that no grant claim exists for it yet (shared ``marker_policy``);
 3. two statements: overlapping operations and applied-generation pieces (GiST, ``&&``), decided
    by the shared fence policy;
 4. one statement: append the attempt and claim a free capacity slot (SKIP LOCKED);
-5. one statement: revision CAS to SUBMITTING + transition log.
+5. one statement: revision CAS to SUBMITTING + transition log;
+6. last step before COMMIT: the marker's grant claim is published; only a claim created by this
+   call grants (a claim already there means a rewound journal: refused, rolled back).
 The fence reads are separate statements on purpose: under READ COMMITTED a statement that waits
 for a row lock keeps its start snapshot for everything but the locked rows, so overlap data read
 by the locking statement itself could miss a competitor that committed while we waited.
@@ -25,6 +28,12 @@ from collections.abc import Callable
 
 from sink.contracts.errors import DeliveryError, ErrorCode
 from sink.design.query import DesignContract
+from sink.journal.marker_policy import (
+    check_marker_binds,
+    check_marker_unclaimed,
+    grant_claim_for,
+    require_claim_created,
+)
 from sink.journal.markers import MarkerStore
 from sink.journal.port import CapacityExhausted, JournalRejection, RejectionReason, TransitionRejected
 from sink.journal.postgres import effects
@@ -43,7 +52,7 @@ _QUALIFIED_OPERATION_COLUMNS = ", ".join(f"o.{name.strip()}" for name in OPERATI
 # Gate row (shared), the operation's effect-domain lock row and the operation row, locked in that
 # canonical order (locking clauses are applied in the order written), plus the caller's lease.
 _LOCK_GATE_DOMAIN_OPERATION = f"""
-SELECT j.mutation_gate, j.journal_epoch, {_QUALIFIED_OPERATION_COLUMNS},
+SELECT j.mutation_gate, j.journal_epoch, now() AS db_now, {_QUALIFIED_OPERATION_COLUMNS},
        coalesce((SELECT true FROM leases l WHERE l.lease_kind = 'mutation' AND l.subject_id = %(op)s
                  AND l.owner = %(owner)s AND l.expires_at > now()), false) AS lease_held
 FROM journal_epoch j, rest_delivery_effect_domain_lock d, operations o
@@ -101,25 +110,6 @@ def _lock(cur: Cursor, request: SubmitRequest) -> tuple[int, Row]:
     return int(row["journal_epoch"]), row
 
 
-def check_marker(markers: MarkerStore, row: OperationRow, request: SubmitRequest, epoch: int) -> None:
-    stored = markers.get(row.operation_namespace, row.operation_id, request.attempt_ordinal)
-    if stored is None:
-        raise TransitionRejected(RejectionReason.MARKER_MISSING,
-                                 f"no MAY_ATTEMPT marker for attempt {request.attempt_ordinal}")
-    m = stored.marker
-    binds = (
-        stored.digest == request.marker_digest
-        and m.parent_id == row.parent_id
-        and m.delivery_key == row.delivery_key
-        and m.generation == row.descriptor.generation
-        and m.mutation_intent_digest == row.descriptor.mutation_intent_digest
-        and m.expected_revision == request.expected_revision
-        and m.journal_epoch == epoch
-    )
-    if not binds:
-        raise TransitionRejected(RejectionReason.MARKER_MISMATCH, "MAY_ATTEMPT marker does not bind this attempt")
-
-
 def critical_submit(cur: Cursor, request: SubmitRequest, *, contract: DesignContract, markers: MarkerStore,
                     cas_axes: CasAxes, fault: Callable[[str], None]) -> SubmitGrant:
     epoch, locked = _lock(cur, request)
@@ -134,7 +124,10 @@ def critical_submit(cur: Cursor, request: SubmitRequest, *, contract: DesignCont
             RejectionReason.ATTEMPT_ORDINAL_NOT_NEXT,
             f"attempt ordinal must be {row.attempt_count + 1}, got {request.attempt_ordinal}",
         )
-    check_marker(markers, row, request, epoch)
+    check_marker_binds(markers.get(row.operation_namespace, row.operation_id, request.attempt_ordinal),
+                       row, request, epoch)
+    check_marker_unclaimed(markers.grant_claimed(row.operation_namespace, row.operation_id, request.attempt_ordinal),
+                           request)
     effects.check_submit_fence(cur, row)
     cur.execute(_ATTEMPT_AND_SLOT, {
         "op": row.operation_id, "ordinal": request.attempt_ordinal, "attempt": request.attempt_id,
@@ -154,4 +147,6 @@ def critical_submit(cur: Cursor, request: SubmitRequest, *, contract: DesignCont
                        actor_id=request.lease_owner, reconciliation_id=None, evidence_digest=request.marker_digest,
                        extra_attempt=True)
     fault("submit.before_commit")
+    require_claim_created(markers.claim_grant(grant_claim_for(row, request, epoch, locked["db_now"])), request)
+    fault("submit.marker_claimed")
     return SubmitGrant(updated, attempt_of(appended))

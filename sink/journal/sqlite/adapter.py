@@ -18,7 +18,12 @@ from sink.contracts.state import AcknowledgementState
 from sink.journal.frontier import plan_promotion
 from sink.journal.ids import operation_id_for, require_digest
 from sink.journal.interval_map import apply_generation, bounding_scope
-from sink.journal.marker_policy import check_marker_binds
+from sink.journal.marker_policy import (
+    check_marker_binds,
+    check_marker_unclaimed,
+    grant_claim_for,
+    require_claim_created,
+)
 from sink.journal.markers import MarkerStore
 from sink.journal.port import JournalRejection, RejectionReason, TransitionRejected
 from sink.journal.records import (
@@ -261,6 +266,10 @@ class SqliteJournal(SqliteRetirement):
                 )
             stored = self._markers.get(row.operation_namespace, row.operation_id, request.attempt_ordinal)
             check_marker_binds(stored, row, request, gate.journal_epoch)
+            check_marker_unclaimed(
+                self._markers.grant_claimed(row.operation_namespace, row.operation_id, request.attempt_ordinal),
+                request,
+            )
             domain = row.descriptor.effect_conflict_domain
             scope = row.descriptor.scope
             check_submit_permitted(
@@ -284,6 +293,12 @@ class SqliteJournal(SqliteRetirement):
             attempt = conn.execute(
                 "SELECT * FROM attempts WHERE attempt_id = ?", (request.attempt_id,)
             ).fetchone()
+            # Last step before COMMIT: the marker is claimed for this grant, once and for good. A
+            # claim that already exists (a rewound journal) refuses, rolling everything back.
+            require_claim_created(
+                self._markers.claim_grant(grant_claim_for(row, request, gate.journal_epoch, now)), request
+            )
+            self._fault("submit.marker_claimed")
             return SubmitGrant(self._require_operation(conn, row.operation_id), attempt_from_row(attempt))
 
     # ----- observations ------------------------------------------------------------------------
@@ -346,6 +361,7 @@ def _require_same_intent(existing: AdmittedParent, admission: ParentAdmission) -
 
 def open_sqlite_journal(path: Path | str, *, markers: MarkerStore, **options: Any) -> SqliteJournal:
     """Open (and migrate) a SQLite journal. Options: contract, clock, require_zero_rpo (refused),
-    busy_timeout_s, fault_hook."""
+    busy_timeout_s, fault_hook, durability (``Durability.NON_DURABLE_TESTS_ONLY`` runs
+    ``synchronous=OFF`` without the per-write check: tests only)."""
     return SqliteJournal(Path(path), markers=markers, **options)
 

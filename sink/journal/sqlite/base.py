@@ -13,6 +13,7 @@ plays). Every process sharing one file must use the same clock source (the defau
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from sink.contracts.errors import DeliveryError, ErrorCode
 from sink.design.query import DesignContract, load_design_contract
+from sink.journal.durability import NON_DURABLE_WARNING, Durability, check_sqlite_synchronous
 from sink.journal.ids import require_digest, require_ident
 from sink.journal.markers import MarkerStore
 from sink.journal.port import (
@@ -47,6 +49,11 @@ from sink.journal.sqlite.codec import decode_time, encode_time, lease_from_row
 
 Clock = Callable[[], datetime]
 FaultHook = Callable[[str], None]
+LOG = logging.getLogger(__name__)
+
+# Writes whose commit authorises an external action or records effect authority: they refuse to
+# commit unless synchronous is FULL or stronger (durable mode).
+CRITICAL_WRITES = frozenset({"admit", "transition", "submit", "frontier", "gate_attest", "retire_marker"})
 
 
 def system_clock() -> datetime:
@@ -66,7 +73,9 @@ class SqliteJournalBase:
         require_zero_rpo: bool = False,
         busy_timeout_s: float = 30.0,
         fault_hook: FaultHook | None = None,
+        durability: Durability = Durability.DURABLE,
     ) -> None:
+        self._durability = Durability(durability)
         if require_zero_rpo:
             raise JournalConfigurationError(
                 "zero-RPO is required but the SQLite journal cannot prove synchronous replication; "
@@ -84,7 +93,11 @@ class SqliteJournalBase:
         self._conn.row_factory = sqlite3.Row
         try:
             self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=FULL")
+            if self._durability is Durability.DURABLE:
+                self._conn.execute("PRAGMA synchronous=FULL")
+            else:
+                LOG.warning(NON_DURABLE_WARNING)
+                self._conn.execute("PRAGMA synchronous=OFF")
             self._conn.execute("PRAGMA foreign_keys=ON")
             self._version = migrations.migrate(self._conn, encode_time(self._clock()))
             with self._write("open") as (conn, now):
@@ -126,6 +139,9 @@ class SqliteJournalBase:
         with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
+                if name in CRITICAL_WRITES and self._durability is Durability.DURABLE:
+                    level = self._conn.execute("PRAGMA synchronous").fetchone()[0]
+                    check_sqlite_synchronous(int(level), transaction=name)
                 now = self._clock()
                 encode_time(now)  # rejects a naive clock before anything is written
                 yield self._conn, now

@@ -174,7 +174,9 @@ class SqliteInspection(SqliteJournalBase):
                     "SELECT * FROM attempts WHERE operation_id = ? AND attempt_ordinal = ?",
                     (m.operation_id, m.attempt_ordinal),
                 ).fetchone()
-                reason = marker_attempt_mismatch(entry, None if found is None else attempt_from_row(found))
+                claimed = self._markers.grant_claimed(m.operation_namespace, m.operation_id, m.attempt_ordinal)
+                reason = marker_attempt_mismatch(entry, None if found is None else attempt_from_row(found),
+                                                 claimed=claimed)
                 if reason is not None:
                     m = entry.marker
                     orphans.append(OrphanMarker(

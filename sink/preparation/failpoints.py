@@ -1,0 +1,27 @@
+"""Named kill points of freeze, seal and admission, for crash tests.
+
+``RESTPROOF_PREPARATION_FAILPOINT=<name>`` makes the process SIGKILL itself when it reaches the
+named point: no cleanup, no finally blocks, exactly like a lost host. Unset (always, outside
+tests) a failpoint is a no-op.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+ENV_VAR = "RESTPROOF_PREPARATION_FAILPOINT"
+FAILPOINTS = (
+    "freeze.source_read",
+    "freeze.rows_durable",
+    "freeze.parent_durable",
+    "seal.first_child_sealed",
+    "seal.all_sealed",
+    "admit.root_published",
+    "admit.committed",
+)
+
+
+def env_failpoint(name: str) -> None:
+    if os.environ.get(ENV_VAR) == name:
+        os.kill(os.getpid(), signal.SIGKILL)

@@ -1,0 +1,139 @@
+"""Named crash points of the delivery runtime (issue 9, "Failpoints").
+
+Every point where a worker crash changes what recovery must prove is named here, once:
+
+* before and after every journal (or marker-store) write the supervisor makes:
+  ``journal.<write>.before`` / ``journal.<write>.after``;
+* around every request boundary of a mutation, a receipt poll and a read-only summary query:
+  ``http.<kind>.<boundary>``, boundaries in wire order (before send, after the request headers
+  were sent, after the body was sent, after the response headers, after the response body,
+  before the result is recorded).
+
+``ALL_FAILPOINTS`` is the one list the certification harness enumerates. A process arms points
+with ``RESTPROOF_FAILPOINT=name[,name...]``; :meth:`Failpoints.from_environ` refuses unknown names
+at startup (:class:`FailpointConfigError`, exit class 2 for the CLI). When an armed point is hit
+the process writes one line to stderr (unbuffered) and SIGKILLs itself: no handler, no flush, no
+cleanup runs, exactly like a machine losing power. Unarmed, ``hit`` is one falsy-set test.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Callable, Iterable, Mapping
+
+from sink.preparation.failpoints import FAILPOINTS as PREPARATION_POINTS
+
+ENV_VAR = "RESTPROOF_FAILPOINT"
+
+JOURNAL_WRITES: tuple[str, ...] = (
+    "admit_parent",
+    "record_sealed",
+    "acquire_lease",
+    "publish_marker",
+    "reserve_submitting",
+    "record_submit_result",
+    "record_retry_abandoned",
+    "record_continuation",
+    "record_observation",
+    "record_poll_result",
+    "record_verification",
+    "promote_frontier",
+    "release_lease",
+)
+"""The supervisor's durable writes, in the order one child meets them."""
+
+REQUEST_KINDS: tuple[str, ...] = ("submit", "poll", "summary")
+REQUEST_BOUNDARIES: tuple[str, ...] = (
+    "before_send",
+    "after_headers_sent",
+    "after_body_sent",
+    "after_response_headers",
+    "after_response_body",
+    "before_record_result",
+)
+
+
+def journal_point(write: str, when: str) -> str:
+    """``journal.<write>.<before|after>``; refuses a write or moment that is not listed."""
+    if write not in JOURNAL_WRITES or when not in ("before", "after"):
+        raise ValueError(f"no journal failpoint for {write!r} {when!r}")
+    return f"journal.{write}.{when}"
+
+
+def request_point(kind: str, boundary: str) -> str:
+    """``http.<kind>.<boundary>``; refuses a kind or boundary that is not listed."""
+    if kind not in REQUEST_KINDS or boundary not in REQUEST_BOUNDARIES:
+        raise ValueError(f"no request failpoint for {kind!r} {boundary!r}")
+    return f"http.{kind}.{boundary}"
+
+
+ALL_FAILPOINTS: tuple[str, ...] = (
+    # Freeze, seal and admission (sink.preparation): named there, armed by the same variable here.
+    *PREPARATION_POINTS,
+    *(journal_point(write, when) for write in JOURNAL_WRITES for when in ("before", "after")),
+    *(request_point(kind, boundary) for kind in REQUEST_KINDS for boundary in REQUEST_BOUNDARIES),
+)
+_KNOWN = frozenset(ALL_FAILPOINTS)
+
+
+class FailpointConfigError(ValueError):
+    """``RESTPROOF_FAILPOINT`` names something that is not a failpoint."""
+
+
+def parse_failpoints(value: str | None) -> frozenset[str]:
+    """The armed set of a ``name[,name...]`` value; empty or unset arms nothing. Surrounding
+    whitespace is ignored; an empty item or an unknown name is refused, naming what was wrong."""
+    if value is None or not value.strip():
+        return frozenset()
+    names = [item.strip() for item in value.split(",")]
+    if "" in names:
+        raise FailpointConfigError(f"{ENV_VAR} has an empty item; give name[,name...]")
+    unknown = sorted(set(names) - _KNOWN)
+    if unknown:
+        shown = ", ".join(name if len(name) <= 80 else name[:80] + "..." for name in unknown[:5])
+        raise FailpointConfigError(
+            f"{ENV_VAR} names {len(unknown)} unknown failpoint(s): {shown}; "
+            f"the {len(ALL_FAILPOINTS)} known ones are listed in sink.runtime.failpoints.ALL_FAILPOINTS"
+        )
+    return frozenset(names)
+
+
+def _sigkill_self(name: str) -> None:
+    # os.write: unbuffered, so the line is out before the kill; nothing else runs after it.
+    os.write(2, f"restproof failpoint {name}: SIGKILL\n".encode())
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+class Failpoints:
+    """The armed failpoints of one process. Injected into the supervisor and transport."""
+
+    __slots__ = ("_armed", "_kill")
+
+    def __init__(self, armed: Iterable[str] = (), *, kill: Callable[[str], None] = _sigkill_self) -> None:
+        names = frozenset(armed)
+        unknown = names - _KNOWN
+        if unknown:
+            raise FailpointConfigError(f"unknown failpoint(s): {', '.join(sorted(unknown)[:5])}")
+        self._armed = names
+        self._kill = kill
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str]) -> Failpoints:
+        """Arm what ``RESTPROOF_FAILPOINT`` names (call once at startup with ``os.environ``)."""
+        return cls(parse_failpoints(environ.get(ENV_VAR)))
+
+    @property
+    def armed(self) -> frozenset[str]:
+        return self._armed
+
+    def hit(self, name: str) -> None:
+        """Die here if ``name`` is armed. Unarmed: one test of an empty set, nothing else."""
+        if self._armed and name in self._armed:
+            self._kill(name)
+        elif self._armed and name not in _KNOWN:
+            # Only checked while armed (a certification run): a misspelt point must not go quiet.
+            raise ValueError(f"hit() of an unlisted failpoint {name!r}")
+
+
+DISARMED = Failpoints()

@@ -1,0 +1,251 @@
+"""Freeze one source boundary into the immutable parent ``restproof.rest_source_parent.v1``.
+
+One consistent snapshot is read once. Every record is checked against the closed mapping,
+normalized and encoded in the profile's payload format; rows outside ``[scope_from, scope_to)``
+are dropped (and counted). Rows are spilled per business date, then each day is sorted by its
+encoded bytes — a canonical order that does not depend on the order the source happened to
+return — and written back to back into one content-addressed rows artifact. The parent manifest
+records sort and split keys, row count, logical scope, source version, the content digest and
+the per-day histogram the planner needs (rows, decoded bytes in the payload format, first row,
+byte offset and digest of each day's bytes, so a child's byte range is verified on read).
+
+Order of durability (seed: "Frozen source boundary"): read and verify the snapshot, publish the
+rows artifact, close the snapshot, publish the manifest. A day larger than the profile's hard
+decoded limit can never be sent in one request and fails as REST_DELIVERY_SCOPE_EXCEEDS_LIMIT
+before it is sorted, so memory stays bounded by one admissible day.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import date, timedelta
+from pathlib import Path
+from typing import IO, Any
+
+from sink.artifacts.documents import put_document, read_document
+from sink.artifacts.port import ImmutableArtifactPort
+from sink.contracts.errors import DeliveryError, ErrorCode
+from sink.contracts.planning import DayBucket
+from sink.payload.encoding import EncodeError, RowEncoder
+from sink.source.errors import SourceError
+from sink.source.normalize import RowNormalizer
+from sink.source.port import SourceSnapshot, SourceSnapshotPort
+
+PARENT_SCHEMA_ID = "restproof.rest_source_parent.v1"
+FREEZE_VERSION = "restproof.freeze.v1"
+MAX_SCOPE_DAYS = 1000
+_CHUNK = 1 << 20
+_LENGTH = struct.Struct(">I")
+
+Failpoint = Callable[[str], None]
+
+
+def _no_failpoint(name: str) -> None:
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class DaySlice:
+    day: date
+    rows: int
+    decoded_bytes: int
+    row_start: int
+    byte_start: int
+    digest: str
+
+    def bucket(self) -> DayBucket:
+        return DayBucket(self.day, self.rows, self.decoded_bytes, self.row_start)
+
+
+@dataclass(frozen=True, slots=True)
+class FrozenParent:
+    digest: str
+    rows_ref: str
+    row_count: int
+    rows_bytes: int
+    scope_from: date
+    scope_to: date
+    days: tuple[DaySlice, ...]
+    fixed_overhead_bytes: int
+    source_version: str
+
+    def buckets(self) -> tuple[DayBucket, ...]:
+        return tuple(day.bucket() for day in self.days)
+
+    def day_range(self, scope_from: date, scope_to: date) -> tuple[DaySlice, ...]:
+        return tuple(day for day in self.days if scope_from <= day.day < scope_to)
+
+
+class _Spill:
+    """Per-day spill files of length-prefixed encoded rows."""
+
+    def __init__(self, directory: Path) -> None:
+        self._dir = directory
+        self._handles: dict[date, IO[bytes]] = {}
+        self.rows: dict[date, int] = {}
+        self.bytes: dict[date, int] = {}
+
+    def add(self, day: date, encoded: bytes) -> int:
+        handle = self._handles.get(day)
+        if handle is None:
+            handle = self._handles[day] = (self._dir / f"{day.isoformat()}.spill").open("wb")
+        handle.write(_LENGTH.pack(len(encoded)))
+        handle.write(encoded)
+        self.rows[day] = self.rows.get(day, 0) + 1
+        self.bytes[day] = self.bytes.get(day, 0) + len(encoded)
+        return self.bytes[day]
+
+    def close(self) -> None:
+        for handle in self._handles.values():
+            handle.close()
+
+    def sorted_rows(self, day: date) -> list[bytes]:
+        if day not in self._handles:
+            return []
+        data = (self._dir / f"{day.isoformat()}.spill").read_bytes()
+        rows: list[bytes] = []
+        offset = 0
+        while offset < len(data):
+            (length,) = _LENGTH.unpack_from(data, offset)
+            rows.append(data[offset + 4: offset + 4 + length])
+            offset += 4 + length
+        rows.sort()
+        return rows
+
+
+def _days(scope_from: date, scope_to: date) -> list[date]:
+    count = (scope_to - scope_from).days
+    if count <= 0 or count > MAX_SCOPE_DAYS:
+        raise SourceError("preparation.unsupported_scope", f"a scope is 1..{MAX_SCOPE_DAYS} days")
+    return [scope_from + timedelta(days=offset) for offset in range(count)]
+
+
+def freeze(
+    *,
+    snapshot_port: SourceSnapshotPort,
+    normalizer: RowNormalizer,
+    encoder: RowEncoder,
+    scope_from: date,
+    scope_to: date,
+    store: ImmutableArtifactPort,
+    max_day_bytes: int,
+    compiled_plan_digest: str,
+    spill_dir: Path | None = None,
+    failpoint: Failpoint = _no_failpoint,
+) -> FrozenParent:
+    days = _days(scope_from, scope_to)
+    with tempfile.TemporaryDirectory(prefix="restproof-freeze-", dir=spill_dir) as scratch:
+        spill = _Spill(Path(scratch))
+        snapshot = snapshot_port.open(scope_from, scope_to)
+        try:
+            outside = _read(snapshot, normalizer, encoder, spill, scope_from=scope_from, scope_to=scope_to,
+                            max_day_bytes=max_day_bytes)
+            spill.close()
+            source_version = snapshot.finish()
+            failpoint("freeze.source_read")
+            slices: list[DaySlice] = []
+            rows_ref = store.put(_rows_stream(spill, days, slices))
+            failpoint("freeze.rows_durable")
+        finally:
+            spill.close()
+            snapshot.close()
+    overhead = len(encoder.prefix()) + len(encoder.suffix())
+    document = {
+        "schema_id": PARENT_SCHEMA_ID,
+        "producer_version": FREEZE_VERSION,
+        "refs": [rows_ref.digest],
+        "compiled_plan_digest": compiled_plan_digest,
+        "source": {"kind": snapshot.kind, "version": source_version},
+        "logical_scope": {"bounds": "[)", "from": scope_from.isoformat(), "to": scope_to.isoformat()},
+        "sort_keys": [normalizer.mapping.scope_field, "encoded_row_bytes"],
+        "split_keys": [normalizer.mapping.scope_field],
+        "mapping_id": normalizer.mapping.id,
+        "payload_encoding": encoder.encoding.canonical(),
+        "row_count": sum(day.rows for day in slices),
+        "rows_outside_scope": outside,
+        "rows_ref": rows_ref.digest,
+        "rows_bytes": rows_ref.length,
+        "content_digest": rows_ref.digest,
+        "fixed_overhead_bytes": overhead,
+        "days": [{"day": d.day.isoformat(), "rows": d.rows, "decoded_bytes": d.decoded_bytes,
+                  "row_start": d.row_start, "byte_start": d.byte_start, "digest": d.digest} for d in slices],
+        "complete": True,
+    }
+    manifest = put_document(store, document)
+    failpoint("freeze.parent_durable")
+    return parent_from_document(manifest.digest, document)
+
+
+def _read(snapshot: SourceSnapshot, normalizer: RowNormalizer, encoder: RowEncoder, spill: _Spill, *,
+          scope_from: date, scope_to: date, max_day_bytes: int) -> int:
+    columns = snapshot.columns()
+    if columns is not None:
+        normalizer.check_columns(columns)
+    outside = 0
+    scope_index = normalizer.scope_index
+    for number, record in snapshot.records():
+        if columns is None:
+            normalizer.check_columns(sorted(record), record=number)
+        row = normalizer.normalize(record, number)
+        day = date.fromisoformat(str(row[scope_index]))
+        if not scope_from <= day < scope_to:
+            outside += 1
+            continue
+        try:
+            encoded = encoder.encode(row)
+        except EncodeError as exc:
+            raise SourceError(exc.code, "the value can not be written in the profile's format",
+                              field=exc.field, record=number) from None
+        if spill.add(day, encoded) > max_day_bytes:
+            raise DeliveryError(
+                ErrorCode.SCOPE_EXCEEDS_LIMIT,
+                f"business date {day.isoformat()} exceeds max_decoded_bytes in one request; "
+                "a receiver-atomic day is never divided",
+            )
+    return outside
+
+
+def _rows_stream(spill: _Spill, days: list[date], slices: list[DaySlice]) -> Iterator[bytes]:
+    row_start = 0
+    byte_start = 0
+    buffer = bytearray()
+    for day in days:
+        hasher = hashlib.sha256()
+        rows = spill.sorted_rows(day)
+        size = 0
+        for encoded in rows:
+            hasher.update(encoded)
+            size += len(encoded)
+            buffer += encoded
+            if len(buffer) >= _CHUNK:
+                yield bytes(buffer)
+                buffer.clear()
+        slices.append(DaySlice(day, len(rows), size, row_start, byte_start, "sha256:" + hasher.hexdigest()))
+        row_start += len(rows)
+        byte_start += size
+    if buffer:
+        yield bytes(buffer)
+
+
+def parent_from_document(digest: str, document: dict[str, Any]) -> FrozenParent:
+    scope = document["logical_scope"]
+    return FrozenParent(
+        digest=digest,
+        rows_ref=str(document["rows_ref"]),
+        row_count=int(document["row_count"]),
+        rows_bytes=int(document["rows_bytes"]),
+        scope_from=date.fromisoformat(scope["from"]),
+        scope_to=date.fromisoformat(scope["to"]),
+        days=tuple(DaySlice(date.fromisoformat(d["day"]), int(d["rows"]), int(d["decoded_bytes"]),
+                            int(d["row_start"]), int(d["byte_start"]), str(d["digest"])) for d in document["days"]),
+        fixed_overhead_bytes=int(document["fixed_overhead_bytes"]),
+        source_version=str(document["source"]["version"]),
+    )
+
+
+def load_parent(store: ImmutableArtifactPort, digest: str) -> FrozenParent:
+    return parent_from_document(digest, read_document(store, digest, PARENT_SCHEMA_ID))

@@ -1,0 +1,172 @@
+"""Source values -> normalized, typed row values under the pinned mapping.
+
+Accepted inputs per type (text from CSV/NDJSON/SQLite, native values from PostgreSQL/NDJSON):
+
+* string: text only (a number where text is mapped is type drift; leading zeros stay as text);
+* integer: ``-?(0|[1-9][0-9]*)`` text or an int (never a bool or a float);
+* decimal: ``-?digits[.digits]`` text, an int or a ``Decimal``; at most ``scale`` digits after
+  the point (more is refused, never rounded); rendered with exactly ``scale`` digits, ``-0`` as 0;
+* boolean: ``true``/``false`` text or a bool;
+* date: ``YYYY-MM-DD`` text or a ``date``;
+* timestamp: ISO 8601 WITH a zone (``Z`` or ``±HH:MM``) or an aware ``datetime``; stored in UTC
+  as ``YYYY-MM-DDTHH:MM:SS.ffffffZ``. A zone-less timestamp is refused: its instant is unknown.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from datetime import UTC, date, datetime
+from decimal import Decimal
+
+from sink.contracts.mapping import MappedField, PayloadMapping
+from sink.payload.encoding import Row, Value
+from sink.source.errors import SourceError
+
+_INTEGER = re.compile(r"^-?(0|[1-9][0-9]*)$")
+_DECIMAL = re.compile(r"^(-?)([0-9]+)(?:\.([0-9]+))?$")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})$")
+
+
+class _Drift(Exception):
+    def __init__(self, code: str = "source.type_drift") -> None:
+        self.code = code
+
+
+def _string(field: MappedField, value: object) -> Value:
+    if not isinstance(value, str):
+        raise _Drift
+    if value == "":
+        if field.empty_string == "refuse":
+            raise _Drift("source.empty_not_allowed")
+        return None if field.empty_string == "as_null" else ""
+    if len(value) > field.max_length:
+        raise _Drift("source.too_long")
+    return value
+
+
+def _integer(field: MappedField, value: object) -> Value:
+    if isinstance(value, bool):
+        raise _Drift
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and _INTEGER.fullmatch(value) and len(value) <= 40:
+        return int(value)
+    raise _Drift
+
+
+def _decimal(field: MappedField, value: object) -> Value:
+    scale = int(field.scale or 0)
+    if isinstance(value, bool):
+        raise _Drift
+    if isinstance(value, int):
+        text = str(value)
+    elif isinstance(value, Decimal):
+        if not value.is_finite():
+            raise _Drift
+        text = format(value, "f")
+    elif isinstance(value, str):
+        text = value
+    else:
+        raise _Drift
+    match = _DECIMAL.fullmatch(text)
+    if match is None or len(text) > 60:
+        raise _Drift
+    sign, whole, fraction = match.group(1), match.group(2).lstrip("0") or "0", match.group(3) or ""
+    if len(fraction.rstrip("0")) > scale:
+        raise _Drift("source.precision_loss")
+    fraction = (fraction + "0" * scale)[:scale]
+    if whole == "0" and not fraction.strip("0"):
+        sign = ""
+    return f"{sign}{whole}.{fraction}" if scale else f"{sign}{whole}"
+
+
+def _boolean(field: MappedField, value: object) -> Value:
+    if isinstance(value, bool):
+        return value
+    if value in ("true", "false"):
+        return value == "true"
+    raise _Drift
+
+
+def _date(field: MappedField, value: object) -> Value:
+    if isinstance(value, datetime):
+        raise _Drift
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, str) and _DATE.fullmatch(value):
+        try:
+            return date.fromisoformat(value).isoformat()
+        except ValueError:
+            raise _Drift from None
+    raise _Drift
+
+
+def _timestamp(field: MappedField, value: object) -> Value:
+    if isinstance(value, datetime):
+        moment = value
+    elif isinstance(value, str) and _TIMESTAMP.fullmatch(value):
+        try:
+            moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise _Drift from None
+    else:
+        raise _Drift
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise _Drift
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+_CONVERTERS: dict[str, Callable[[MappedField, object], Value]] = {
+    "string": _string, "integer": _integer, "decimal": _decimal, "boolean": _boolean, "date": _date,
+    "timestamp": _timestamp,
+}
+
+
+class RowNormalizer:
+    """Checks one record's columns against the closed mapping and converts its values."""
+
+    def __init__(self, mapping: PayloadMapping) -> None:
+        self.mapping = mapping
+        self._fields = [(field, _CONVERTERS[field.type]) for field in mapping.fields]
+        self._known = {field.source_name for field in mapping.fields} | set(mapping.ignore_source_fields)
+        self._scope_source = mapping.field(mapping.scope_field).source_name
+        self.scope_index = mapping.scope_index
+
+    def check_columns(self, columns: list[str], *, record: int = 0) -> None:
+        """A header or a record's key set: unknown and missing columns are refused."""
+        present = set(columns)
+        if len(present) != len(columns):
+            raise SourceError("source.malformed_record", "a column name repeats", record=record)
+        unknown = sorted(present - self._known)
+        if unknown:
+            raise SourceError("source.unknown_field", "a source column is not in the mapping",
+                              field=unknown[0], record=record)
+        if self._scope_source not in present:
+            raise SourceError("source.missing_scope_field", "the scope field is missing",
+                              field=self._scope_source, record=record)
+        missing = [field.source_name for field, _ in self._fields if field.source_name not in present]
+        if missing:
+            raise SourceError("source.missing_field", "a mapped column is missing", field=missing[0], record=record)
+
+    def normalize(self, record: Mapping[str, object], number: int) -> Row:
+        row: list[Value] = []
+        for field, convert in self._fields:
+            raw = record.get(field.source_name)
+            if raw is None:
+                if not field.nullable:
+                    raise SourceError("source.null_not_allowed", "null in a non-nullable field",
+                                      field=field.name, record=number)
+                row.append(None)
+                continue
+            try:
+                value = convert(field, raw)
+            except _Drift as drift:
+                raise SourceError(drift.code, f"the value does not fit type {field.type}",
+                                  field=field.name, record=number) from None
+            if value is None and not field.nullable:
+                raise SourceError("source.null_not_allowed", "null in a non-nullable field",
+                                  field=field.name, record=number)
+            row.append(value)
+        return row

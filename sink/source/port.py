@@ -1,0 +1,39 @@
+"""SourceSnapshotPort: one consistent read of a source for one scope.
+
+A snapshot yields raw records (column -> value) of ONE consistent version of the source:
+PostgreSQL one REPEATABLE READ READ ONLY transaction, SQLite one read transaction, files a
+size + mtime + digest check before and after the read. ``finish()`` proves the read was
+consistent and returns the source version; ``close()`` releases the snapshot and is called as
+soon as the parent artifact is durable (seed: "close the source snapshot immediately after
+materialization is durable"). A snapshot is never reopened: the parent artifact is the only
+input to planning and sealing from then on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from datetime import date
+from typing import Protocol, runtime_checkable
+
+
+@runtime_checkable
+class SourceSnapshot(Protocol):
+    @property
+    def kind(self) -> str: ...
+
+    def columns(self) -> list[str] | None:
+        """The column names when the source declares them up front (CSV header, query), else None."""
+
+    def records(self) -> Iterator[tuple[int, Mapping[str, object]]]:
+        """(1-based record number, raw record); raises ``SourceError`` on invalid bytes."""
+
+    def finish(self) -> str:
+        """Verify the read was one consistent version; return that version's identity."""
+
+    def close(self) -> None:
+        """Release the snapshot. Idempotent."""
+
+
+@runtime_checkable
+class SourceSnapshotPort(Protocol):
+    def open(self, scope_from: date, scope_to: date) -> SourceSnapshot: ...

@@ -1,0 +1,221 @@
+"""``HttpxRestTransport``: the ``RestTransportPort`` over httpx and a counting httpcore pool.
+
+One instance serves one binding authority. Every send goes to that origin only (the prepared
+request carries a relative path); redirects are never followed (a 3xx is a response like any
+other), proxies and netrc from the environment are ignored, and credential headers are added at
+the last moment from the auth seam. Network conditions never raise: they become evidence.
+"""
+
+from __future__ import annotations
+
+import ssl
+import threading
+import time
+from collections.abc import Callable, Iterator
+from urllib.parse import urlsplit
+
+import httpcore
+import httpx
+
+from sink.contracts.profile_policy import TimeoutVector
+from sink.contracts.transport import PreparedRequest, ResponseBounds, TransportOutcome
+from sink.transport.auth import AuthProvider
+from sink.transport.body import BodyMismatch, VerifiedBody
+from sink.transport.classify import DNS_STEP, classify_failure, received
+from sink.transport.dns import BoundedResolver, ResolutionFailed, Resolver, system_resolver
+from sink.transport.exchange import CURRENT, Exchange, IoFailure
+from sink.transport.network import CountingBackend
+from sink.transport.response import allowlisted_headers, evidence_for, read_bounded
+
+USER_AGENT = "restproof-sink"
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
+
+class _ResponseStream(httpx.SyncByteStream):
+    def __init__(self, stream: httpcore.Response) -> None:
+        self._response = stream
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield from self._response.iter_stream()
+
+    def close(self) -> None:
+        self._response.close()
+
+
+class _PoolTransport(httpx.BaseTransport):
+    """httpx → httpcore without httpx's exception mapping: the classifier reads the trace and
+    the backend's records, so the original httpcore exception is all that is needed."""
+
+    def __init__(self, pool: httpcore.ConnectionPool) -> None:
+        self._pool = pool
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if not isinstance(request.stream, httpx.SyncByteStream):
+            raise TypeError("a synchronous request stream is required")
+        core_request = httpcore.Request(
+            method=request.method,
+            url=httpcore.URL(scheme=request.url.raw_scheme, host=request.url.raw_host,
+                             port=request.url.port, target=request.url.raw_path),
+            headers=request.headers.raw,
+            content=request.stream,
+            extensions=request.extensions,
+        )
+        response = self._pool.handle_request(core_request)
+        return httpx.Response(status_code=response.status, headers=response.headers,
+                              stream=_ResponseStream(response), extensions=response.extensions)
+
+    def close(self) -> None:
+        self._pool.close()
+
+
+class HttpxRestTransport:
+    def __init__(
+        self,
+        authority: str,
+        auth: AuthProvider,
+        *,
+        ssl_context: ssl.SSLContext | None = None,
+        resolver: Resolver = system_resolver,
+        max_connections: int = 8,
+        # Below the usual 5 s server idle timeout (uvicorn, nginx): a pooled connection the
+        # server is about to close turns a harmless request into an unknown effect.
+        keepalive_expiry_s: float = 2.0,
+        bounds: ResponseBounds | None = None,
+    ) -> None:
+        parts = urlsplit(authority)
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in ("", "/"):
+            raise ValueError("authority must be a bare http(s) origin")
+        self._scheme = parts.scheme
+        self._host = parts.hostname
+        self._port = parts.port or (443 if parts.scheme == "https" else 80)
+        self._auth = auth
+        self._bounds = bounds or ResponseBounds()
+        self._backend = CountingBackend()
+        self._dns = BoundedResolver(resolver)
+        self._pin_lock = threading.Lock()
+        self._pinned: str | None = None
+        pool = httpcore.ConnectionPool(
+            ssl_context=ssl_context or ssl.create_default_context(),
+            max_connections=max_connections,
+            keepalive_expiry=keepalive_expiry_s,
+            retries=0,
+            network_backend=self._backend,
+        )
+        self._client = httpx.Client(transport=_PoolTransport(pool), follow_redirects=False, trust_env=False,
+                                    timeout=None,  # noqa: S113  # the backend applies the timeout vector
+                                    headers={"user-agent": USER_AGENT})
+
+    def __enter__(self) -> HttpxRestTransport:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._client.close()
+        self._dns.close()
+
+    def send(
+        self, request: PreparedRequest, *, timeouts: TimeoutVector, bounds: ResponseBounds | None = None,
+        observer: Callable[[str], None] | None = None,
+    ) -> TransportOutcome:
+        exchange = Exchange(timeouts, observer=observer)
+        token = CURRENT.set(exchange)
+        try:
+            return self._send(request, exchange, bounds or self._bounds)
+        finally:
+            CURRENT.reset(token)
+
+    def _failed(self, exchange: Exchange, *, pool_timeout: bool = False,
+                response_status: int | None = None) -> TransportOutcome:
+        evidence = classify_failure(
+            steps=exchange.steps, failure=exchange.failure, pool_timeout=pool_timeout,
+            request_bytes_to_kernel=exchange.bytes_sent, elapsed_ms=exchange.elapsed_ms(),
+            resolved_address=exchange.resolved_address, response_status=response_status,
+            response_bytes_received=exchange.bytes_received,
+        )
+        return TransportOutcome(evidence=evidence, response=None)
+
+    def _url(self, path_and_query: str) -> httpx.URL | None:
+        url = httpx.URL(scheme=self._scheme, host=self._host, port=self._port,
+                        raw_path=path_and_query.encode("ascii"))
+        same_origin = (url.scheme, url.host, url.port or self._port) == (self._scheme, self._host, self._port)
+        return url if same_origin and url.raw_path.startswith(b"/") and not url.fragment else None
+
+    def _resolve(self, exchange: Exchange) -> bool:
+        with self._pin_lock:
+            pinned = self._pinned
+        if pinned is None:
+            exchange.trace(DNS_STEP + ".started", None)
+            seconds, bound = exchange.bound("dns")
+            try:
+                address = self._dns.resolve(self._host, self._port, seconds)
+            except ResolutionFailed as failed:
+                exchange.trace(DNS_STEP + ".failed", None)
+                if failed.cause == "timeout":
+                    exchange.record_failure(IoFailure("dns", "timeout", bound))
+                else:
+                    exchange.record_failure(IoFailure("dns", "error"))
+                return False
+            exchange.trace(DNS_STEP + ".complete", None)
+            with self._pin_lock:
+                if self._pinned is None:
+                    self._pinned = address
+                    self._backend.pin(self._host, address)
+                pinned = self._pinned
+        exchange.resolved_address = pinned
+        return True
+
+    def _send(self, request: PreparedRequest, exchange: Exchange, bounds: ResponseBounds) -> TransportOutcome:
+        try:
+            url = self._url(request.path_and_query)
+        except (httpx.InvalidURL, UnicodeEncodeError):
+            url = None
+        if url is None:
+            exchange.record_failure(IoFailure("authority", "error"))
+            return self._failed(exchange)
+        try:
+            credentials = self._auth.credential_headers()
+        except Exception:  # CredentialUnavailable, or a provider bug: never a send without proof
+            exchange.record_failure(IoFailure("credential", "unavailable"))
+            return self._failed(exchange)
+        body: VerifiedBody | None = None
+        if request.body is not None:
+            try:
+                body = VerifiedBody(request.body)
+            except BodyMismatch:
+                exchange.record_failure(IoFailure("body", "unavailable"))
+                return self._failed(exchange)
+        if not self._resolve(exchange):
+            return self._failed(exchange)
+        headers: list[tuple[str, str]] = [*request.semantic_headers, ("accept-encoding", "identity")]
+        if request.content_type is not None:
+            headers.append(("content-type", request.content_type))
+        if body is not None or request.method in BODY_METHODS:
+            # Always an explicit length for a mutation: never chunked, so the peer can tell a
+            # complete body from a cut one; a bodyless read-only poll sends none (RFC 9110 8.6).
+            headers.append(("content-length", str(0 if body is None else body.length)))
+        headers.extend((name, secret.reveal()) for name, secret in credentials)
+        remaining = max(exchange.deadline - time.monotonic(), 0.001)
+        built = self._client.build_request(
+            request.method, url, headers=headers, content=body,
+            extensions={"trace": exchange.trace}, timeout=httpx.Timeout(None, pool=remaining),
+        )
+        try:
+            response = self._client.send(built, stream=True)
+        except Exception as exc:  # classified from the trace and the backend's records
+            return self._failed(exchange, pool_timeout=isinstance(exc, httpcore.PoolTimeout))
+        try:
+            kept = allowlisted_headers(response.headers.multi_items(), request.extract_headers, bounds)
+            try:
+                data, complete = read_bounded(response.iter_raw(), bounds.max_body_bytes)
+            except Exception:
+                return self._failed(exchange, response_status=response.status_code)
+        finally:
+            response.close()
+        evidence = received(steps=exchange.steps, request_bytes_to_kernel=exchange.bytes_sent,
+                            elapsed_ms=exchange.elapsed_ms(), resolved_address=exchange.resolved_address,
+                            response_bytes_received=exchange.bytes_received)
+        response_evidence = evidence_for(status=response.status_code, headers=kept, body=data, complete=complete,
+                                         pointers=request.extract_pointers, bounds=bounds)
+        return TransportOutcome(evidence=evidence, response=response_evidence)

@@ -1,0 +1,68 @@
+"""PostgreSQL source: one REPEATABLE READ transaction; a concurrent commit is invisible."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from sink.artifacts import LocalArtifactStore
+from sink.contracts.source import PostgresqlQuerySource
+from sink.source.databases import PostgresqlSourcePort
+from sink.source.errors import SourceError
+from tests.source.so_helpers import run_freeze
+
+ROW = (date(2026, 3, 1), "00017", Decimal("1.5"), "Москва", True,
+       datetime(2026, 3, 1, 8, 0, tzinfo=UTC), 3)
+
+
+@pytest.fixture
+def table(pg_dsn: str) -> Iterator[str]:
+    schema = f"src_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+        conn.execute(f"CREATE TABLE {schema}.m (business_date date, station_id text, reading numeric, label text,"
+                     " valid boolean, observed_at timestamptz, sample_count integer)")
+        with conn.cursor() as cur:
+            cur.executemany(f"INSERT INTO {schema}.m VALUES (%s, %s, %s, %s, %s, %s, %s)", [ROW] * 3000)
+    try:
+        yield schema
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def _port(schema: str, dsn: str) -> PostgresqlSourcePort:
+    query = f"SELECT * FROM {schema}.m WHERE business_date >= %(scope_from)s AND business_date < %(scope_to)s"
+    spec = PostgresqlQuerySource(type="postgresql_query", dsn_env="RESTPROOF_TEST_SOURCE_DSN", query=query)
+    return PostgresqlSourcePort(spec, environ={"RESTPROOF_TEST_SOURCE_DSN": dsn})
+
+
+def test_repeatable_read_hides_a_concurrent_commit(pg_dsn: str, table: str) -> None:
+    snapshot = _port(table, pg_dsn).open(date(2026, 3, 1), date(2026, 3, 2))
+    records = snapshot.records()
+    next(records)
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f"INSERT INTO {table}.m VALUES (%s, %s, %s, %s, %s, %s, %s)", ROW)
+    assert 1 + sum(1 for _ in records) == 3000
+    assert snapshot.finish().startswith("postgresql:repeatable_read:snapshot=")
+    snapshot.close()
+
+
+def test_typed_values_freeze(pg_dsn: str, table: str, tmp_path: Path) -> None:
+    parent = run_freeze(_port(table, pg_dsn), LocalArtifactStore(tmp_path))
+    assert parent.row_count == 3000
+    first = b"".join(LocalArtifactStore(tmp_path).open(parent.rows_ref).chunks()).split(b"\r\n")[0]
+    assert first == "2026-03-01,00017,1.500,Москва,true,2026-03-01T08:00:00Z,3".encode()
+
+
+def test_missing_dsn_is_a_stable_error(table: str) -> None:
+    spec = PostgresqlQuerySource(type="postgresql_query", dsn_env="RESTPROOF_UNSET_DSN", query="SELECT 1")
+    with pytest.raises(SourceError) as caught:
+        PostgresqlSourcePort(spec, environ={}).open(date(2026, 3, 1), date(2026, 3, 2))
+    assert caught.value.code == "source.missing_dsn"
