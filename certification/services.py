@@ -123,7 +123,7 @@ def receiver_process(behaviour: Path, state_dir: Path) -> Iterator[Receiver]:
     endpoints = state_dir / "endpoints.json"
     endpoints.unlink(missing_ok=True)
     command = [
-        sys.executable, "-m", "mock_receiver", "serve", "--host", "127.0.0.1", "--port", "0",
+        str(Path(sys.executable).with_name("mock-receiver")), "serve", "--host", "127.0.0.1", "--port", "0",
         "--admin-port", "0", "--behaviour", str(behaviour), "--state-dir", str(state_dir),
     ]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

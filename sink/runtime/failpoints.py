@@ -25,6 +25,10 @@ from collections.abc import Callable, Iterable, Mapping
 from sink.preparation.failpoints import FAILPOINTS as PREPARATION_POINTS
 
 ENV_VAR = "RESTPROOF_FAILPOINT"
+__all__ = [
+    "ALL_FAILPOINTS", "DISARMED", "ENV_VAR", "JOURNAL_WRITES", "PREPARATION_POINTS", "REQUEST_BOUNDARIES",
+    "REQUEST_KINDS", "FailpointConfigError", "Failpoints", "journal_point", "parse_failpoints", "request_point",
+]
 
 JOURNAL_WRITES: tuple[str, ...] = (
     "admit_parent",

@@ -1,0 +1,3 @@
+from certification.cli import main
+
+main()

@@ -1,0 +1,195 @@
+"""``certify``: run the remote-effect fault matrix over sinks, sign the evidence, verify it offline,
+and gate a run against a committed baseline.
+
+Exit codes: 0 certified / verified / gate passed; 2 invalid input; 3 a harness service (receiver,
+proxy) unavailable; 4 not certified: a safety counter above zero, a row that missed its
+expectation, or an invalid run (a baseline sink was not caught where it must be) — or a gate or
+verification failure.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from certification.artifacts import RowOutcome, write_artifacts
+from certification.gate import gate as run_gate
+from certification.matrix import RowRunner, family_services
+from certification.scenarios import Row, bundled_rows, load_catalog
+from certification.services import ServiceUnavailable
+from certification.signing import SigningError, build_test_result_predicate, generate_key, load_signer, sign_artifact
+from certification.sinks import SinkSpec, bundled_sinks, load_sink
+from certification.verify import VerificationFailed, verify_artifact
+
+app = typer.Typer(name="certify", help="Certify REST bulk delivery sinks under injected faults.",
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+err = Console(stderr=True)
+QUICK_ROWS = ("none", "cut.after_commit", "cut.request", "kill.after_commit", "status.503.retry_after",
+              "failpoint.http.submit.after_body_sent", "failpoint.journal.record_submit_result.before")
+
+
+def _fail(code: str, message: str, exit_code: int) -> typer.Exit:
+    err.print(f"error[{code}] {message}", markup=False, highlight=False)
+    return typer.Exit(exit_code)
+
+
+def _rows(catalogs: Sequence[Path], only: str | None, quick: bool) -> list[Row]:
+    rows = [row for path in catalogs for row in load_catalog(path)] if catalogs else bundled_rows()
+    if quick:
+        rows = [row for row in rows if row.row_id.split(".", 1)[1] in QUICK_ROWS]
+    if only is not None:
+        rows = [row for row in rows if row.row_id == only]
+        if not rows:
+            raise _fail("certify.unknown_row", f"no row {only!r} in the catalog", 2)
+    return rows
+
+
+def _sinks(names: Sequence[str]) -> list[SinkSpec]:
+    bundled = bundled_sinks()
+    if not names:
+        return [bundled["reference"], bundled["naive-retry"], bundled["naive-idempotency-key"]]
+    chosen = []
+    for name in names:
+        chosen.append(bundled[name] if name in bundled else load_sink(Path(name)))
+    return chosen
+
+
+def _table(outcomes: Sequence[RowOutcome], sinks: Sequence[SinkSpec]) -> Table:
+    table = Table(title="remote-effect fault matrix", show_lines=False)
+    table.add_column("row")
+    for spec in sinks:
+        table.add_column(spec.name)
+    for outcome in outcomes:
+        cells = []
+        for result in outcome.results:
+            c = result.counters
+            counts = "" if c is None else \
+                f" d{c.duplicates} f{c.false_successes} u{c.unproved_resends} l{c.silent_losses}"
+            cells.append(result.verdict + counts)
+        table.add_row(outcome.row.row_id, *cells)
+    return table
+
+
+@app.command()
+def run(  # noqa: PLR0917 - typer options
+    catalog: Annotated[list[Path] | None, typer.Option("--catalog", help="Scenario catalog(s) [default: bundled].")
+                       ] = None,
+    sink: Annotated[list[str] | None, typer.Option("--sink", help="Bundled sink name or sink file; the first is "
+                                                                  "the certified one.")] = None,
+    out: Annotated[Path, typer.Option("--out", help="Output directory.")] = Path("certification-out"),
+    seed: Annotated[int, typer.Option("--seed", min=0)] = 0,
+    only: Annotated[str | None, typer.Option("--only", help="Replay one row by id.")] = None,
+    quick: Annotated[bool, typer.Option("--quick", help="A small matrix (CI).")] = False,
+    key: Annotated[Path | None, typer.Option("--key", help="PEM private key [default: a new key in OUT/keys].")] = None,
+    output_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
+) -> None:
+    """Run the fault matrix (embedded defaults: SQLite journal, mock receiver, fault proxy, 127.0.0.1)."""
+    try:
+        rows = _rows(catalog or [], only, quick)
+        sinks = _sinks(sink or [])
+    except (ValidationError, ValueError, OSError) as exc:
+        raise _fail("certify.invalid_input", f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}", 2) from None
+    if (out / "test_artifacts").exists():
+        raise _fail("certify.output_exists", f"{out} already holds evidence; evidence is never overwritten", 2)
+    started = time.monotonic()
+    outcomes: list[RowOutcome] = []
+    work_root = Path(tempfile.mkdtemp(prefix="restproof-certify-"))
+    try:
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=err, transient=False) as progress:
+            task = progress.add_task("certify", total=len(rows) * len(sinks))
+            by_catalog: dict[Path, list[Row]] = {}
+            for row in rows:
+                by_catalog.setdefault(row.catalog, []).append(row)
+            for index, family_rows in enumerate(by_catalog.values()):
+                with family_services(family_rows[0], work_root / f"family{index}", seed) as family:
+                    for row in family_rows:
+                        results = []
+                        for spec in sinks:
+                            progress.update(task, description=f"{row.row_id} · {spec.name}")
+                            work = work_root / row.row_id / spec.name
+                            results.append(RowRunner(family, row, spec, work, seed).run())
+                            progress.advance(task)
+                        outcomes.append(RowOutcome(row, tuple(results)))
+    except ServiceUnavailable as exc:
+        raise _fail("certify.unavailable", str(exc), 3) from None
+    certified = sinks[0].name
+    paths = write_artifacts(out, outcomes, seed=seed, certified=certified)
+    summary = json.loads(paths["summary"].read_bytes())
+    try:
+        key_path = key or generate_key(out / "keys").private
+        signer = load_signer(key_path)
+    except SigningError as exc:
+        raise _fail("certify.key", str(exc), 2) from None
+    failed = summary["failed_rows"]
+    passed_rows = [o.row.row_id for o in outcomes if o.row.row_id not in failed]
+    predicate = {"verdict": summary["verdict"], "certified_sink": certified, "seed": seed,
+                 "rows": len(outcomes), "seconds": round(time.monotonic() - started, 1)}
+    for name in ("matrix", "summary"):
+        sign_artifact(paths[name], signer, predicate=predicate, test_result=build_test_result_predicate(
+            passed=summary["verdict"] == "PASS", configuration=[{"name": "seed", "value": str(seed)}],
+            passed_tests=passed_rows, failed_tests=failed))
+    if output_json:
+        sys.stdout.write(json.dumps(summary, sort_keys=True) + "\n")
+    else:
+        Console().print(_table(outcomes, sinks))
+        Console().print(f"verdict: {summary['verdict']} ({len(outcomes)} rows, {predicate['seconds']} s); "
+                        f"evidence in {paths['matrix'].parent}", markup=False, highlight=False)
+    raise typer.Exit(0 if summary["verdict"] == "PASS" else 4)
+
+
+@app.command()
+def keygen(directory: Annotated[Path, typer.Argument(help="Where to write NAME.key and NAME.pub.")],
+           name: Annotated[str, typer.Option("--name")] = "restproof-evidence") -> None:
+    """Create an ECDSA P-256 signing key pair for evidence (the private key is written 0600)."""
+    try:
+        paths = generate_key(directory, name)
+    except SigningError as exc:
+        raise _fail("certify.key", str(exc), 2) from None
+    typer.echo(f"private: {paths.private}\npublic:  {paths.public}")
+
+
+@app.command()
+def verify(artifact: Annotated[Path, typer.Argument(help="The artifact (JSON) to verify.")],
+           key: Annotated[Path, typer.Option("--key", help="PEM public key.")],
+           envelope: Annotated[Path | None, typer.Option("--envelope")] = None) -> None:
+    """Verify an artifact's DSSE envelope offline (own PAE verifier and securesystemslib)."""
+    try:
+        evidence = verify_artifact(artifact, key, envelope)
+    except VerificationFailed as exc:
+        raise _fail(f"verify.{exc.reason}", exc.detail, 4) from None
+    typer.echo(f"verified: {artifact.name} sha256:{evidence.sha256} ({evidence.predicate_type})")
+
+
+@app.command()
+def gate(baseline: Annotated[Path, typer.Option("--baseline")], current: Annotated[Path, typer.Option("--current")],
+         baseline_key: Annotated[Path, typer.Option("--baseline-key")],
+         current_key: Annotated[Path | None, typer.Option("--current-key")] = None) -> None:
+    """Fail on any safety counter, regression, missing row or worse benchmark ratio vs the baseline."""
+    result = run_gate(baseline, current, baseline_key=baseline_key,
+                      current_key=current_key or current / "keys" / "restproof-evidence.pub")
+    for problem in result.problems:
+        err.print(f"gate: {problem}", markup=False, highlight=False)
+    typer.echo(f"gate: {'PASS' if result.passed else 'FAIL'} ({result.rows_compared} rows compared)")
+    raise typer.Exit(0 if result.passed else 4)
+
+
+def main() -> None:
+    try:
+        app(prog_name="certify")
+    except SystemExit:
+        raise
+    except Exception as exc:  # never a traceback: it could carry paths or payload fragments
+        sys.stderr.write(f"certify: internal error ({type(exc).__name__})\n")
+        raise SystemExit(1) from None

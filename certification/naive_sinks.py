@@ -1,0 +1,80 @@
+"""Naive baseline sinks: what a retried orchestrator task does (ARCHITECTURE.md, "Evidence rules").
+
+They exist to prove the checkers can fail. Both POST the exact sealed requests of a
+``delivery bundle`` and retry on ANY error, like an HTTP operator under task retries:
+
+* ``retry``: no idempotency key at all; a multipart file gets a fresh upload name per attempt
+  (as a task that names its file after the attempt would), so no receiver fence can help it.
+* ``idempotency-key``: a client-side key per child, kept in process memory only (no journal):
+  retries inside one process reuse it, a restarted process makes a new one.
+
+Usage: ``python -m certification.naive_sinks retry|idempotency-key --bundle DIR --url URL``.
+Prints ``{"units": [{"scope_from", "scope_to", "status"}]}``; exit 0 when every request got a 2xx.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ATTEMPTS = 4
+PAUSE_S = 0.2
+FENCE_HEADERS = frozenset({"idempotency-key"})
+
+
+def _request(child: dict[str, Any], body: bytes, key: str | None) -> tuple[dict[str, str], bytes]:
+    headers = {name: value for name, value in child["headers"] if name.lower() not in FENCE_HEADERS}
+    headers["Content-Type"] = child["content_type"]
+    fence = str(child["receiver_mutation_key"])
+    upload = key or f"upload-{uuid.uuid4().hex}"
+    if child["content_type"].startswith("multipart/") and fence.encode() in body:
+        body = body.replace(fence.encode(), upload.encode())  # the file name the task chose
+    if key is not None:
+        headers["Idempotency-Key"] = key
+    return headers, body
+
+
+def deliver(bundle: Path, url: str, mode: str) -> tuple[list[dict[str, str]], bool]:
+    document = json.loads((bundle / "bundle.json").read_text())
+    units, all_ok = [], True
+    with httpx.Client(base_url=url, timeout=10.0) as client:
+        for child in document["children"]:
+            raw = (bundle / "bodies" / child["body_file"]).read_bytes()
+            key = f"naive-{uuid.uuid4().hex}" if mode == "idempotency-key" else None
+            status = "failed"
+            for _ in range(ATTEMPTS):
+                headers, body = _request(child, raw, key)
+                try:
+                    response = client.request(child["method"], child["path_and_query"], content=body, headers=headers)
+                except httpx.HTTPError:
+                    time.sleep(PAUSE_S)
+                    continue
+                if response.is_success:
+                    status = "completed"
+                    break
+                time.sleep(PAUSE_S)
+            all_ok = all_ok and status == "completed"
+            units.append({"scope_from": child["scope_from"], "scope_to": child["scope_to"], "status": status})
+    return units, all_ok
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="naive-sink")
+    parser.add_argument("mode", choices=["retry", "idempotency-key"])
+    parser.add_argument("--bundle", type=Path, required=True)
+    parser.add_argument("--url", required=True)
+    args = parser.parse_args(argv)
+    units, ok = deliver(args.bundle, args.url, args.mode)
+    sys.stdout.write(json.dumps({"units": units}, sort_keys=True) + "\n")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
