@@ -89,6 +89,10 @@ class SubmitStep:
         first_send_ms = ports.clock.monotonic_ms()
         sends = 0
         while True:
+            if sends:
+                # A replay follows a wait (Retry-After, backoff): renew the mutation lease first, so
+                # the attempt is still provably ours when its outcome is recorded.
+                self._lease(LeaseKind.MUTATION, submitting.operation_id)
             ports.failpoint(request_point("submit", "before_send"))
             outcome: TransportOutcome = ports.transport.send(request, timeouts=profile.timeouts,
                                                              observer=boundary_observer("submit", ports.failpoint))
@@ -111,6 +115,7 @@ class SubmitStep:
                 continue
             if decision.move is None:  # pragma: no cover - classify_submit always names a move here
                 raise RuntimeError("a submit decision without a replay must name a transition")
+            self._lease(LeaseKind.MUTATION, submitting.operation_id)  # renew: the request may have been long
             recorded = self._moves.apply(
                 submitting, decision.move, write="record_submit_result", lease_owner=self._config.worker_id,
                 evidence_digest=outcome_digest(outcome), receipt=decision.receipt,
