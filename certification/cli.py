@@ -10,6 +10,7 @@ verification failure.
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import tempfile
 import time
@@ -93,6 +94,7 @@ def run(  # noqa: PLR0917 - typer options
     quick: Annotated[bool, typer.Option("--quick", help="A small matrix (CI).")] = False,
     key: Annotated[Path | None, typer.Option("--key", help="PEM private key [default: a new key in OUT/keys].")] = None,
     output_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
+    keep_work: Annotated[bool, typer.Option("--keep-work", help="Keep the per-row state directories.")] = False,
 ) -> None:
     """Run the fault matrix (embedded defaults: SQLite journal, mock receiver, fault proxy, 127.0.0.1)."""
     try:
@@ -124,6 +126,9 @@ def run(  # noqa: PLR0917 - typer options
                         outcomes.append(RowOutcome(row, tuple(results)))
     except ServiceUnavailable as exc:
         raise _fail("certify.unavailable", str(exc), 3) from None
+    finally:
+        if not keep_work:
+            shutil.rmtree(work_root, ignore_errors=True)
     certified = sinks[0].name
     paths = write_artifacts(out, outcomes, seed=seed, certified=certified)
     summary = json.loads(paths["summary"].read_bytes())
