@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from sink.contracts.errors import ErrorCode
 from sink.runtime.backoff import (
     DigestJitter,
+    JitterSource,
     RetryBlocked,
     RetryDelay,
     full_jitter_cap_ms,
@@ -33,8 +34,8 @@ class FixedJitter:
         return upper_inclusive if self.value is None else min(self.value, upper_inclusive)
 
 
-def _delay(attempt: int = 0, *, remaining: int = 60_000, jitter: object = None, retry_after: str | None = None,
-           initial: int = 500, maximum: int = 10_000) -> RetryDelay | RetryBlocked:
+def _delay(attempt: int = 0, *, remaining: int = 60_000, jitter: JitterSource | None = None,
+           retry_after: str | None = None, initial: int = 500, maximum: int = 10_000) -> RetryDelay | RetryBlocked:
     return next_retry_delay(
         attempt, initial_delay_ms=initial, max_delay_ms=maximum, remaining_budget_ms=remaining,
         jitter=jitter if jitter is not None else FixedJitter(), retry_after=retry_after, now=NOW,
