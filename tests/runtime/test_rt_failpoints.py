@@ -60,6 +60,7 @@ def test_the_list_covers_every_journal_write_and_request_boundary() -> None:
 
 def test_point_builders_refuse_unlisted_parts() -> None:
     assert journal_point("reserve_submitting", "before") == "journal.reserve_submitting.before"
+    assert journal_point("promote_frontier", "after") == "journal.promote_frontier.after"
     assert request_point("submit", "after_body_sent") == "http.submit.after_body_sent"
     for bad in (("reserve_submitting", "during"), ("nope", "before")):
         with pytest.raises(ValueError, match="no journal failpoint"):
@@ -161,3 +162,14 @@ def test_unknown_name_fails_at_startup_in_the_process() -> None:
     assert result.returncode == 1
     assert "FailpointConfigError" in result.stderr and "journal.nope.before" in result.stderr
     assert "before " not in result.stdout
+
+
+def test_at_most_five_unknown_names_are_listed() -> None:
+    names = [f"bad.{n}" for n in range(6)]
+    with pytest.raises(FailpointConfigError) as parsed:
+        parse_failpoints(",".join(names))
+    assert "6 unknown failpoint(s): bad.0, bad.1, bad.2, bad.3, bad.4;" in str(parsed.value)
+    assert "bad.5" not in str(parsed.value)
+    with pytest.raises(FailpointConfigError) as constructed:
+        Failpoints(names)
+    assert str(constructed.value) == "unknown failpoint(s): bad.0, bad.1, bad.2, bad.3, bad.4"
