@@ -40,9 +40,12 @@ def _module(implementation: str) -> Any:
         raise CompressionUnavailable(f"deflate implementation {implementation} is not installed") from None
 
 
+_VERSION_ATTRIBUTE = {"zlib": "ZLIB_RUNTIME_VERSION", "zlib-ng": "ZLIBNG_VERSION"}
+
+
 def codec_identity(level: int, implementation: str = DEFAULT_IMPLEMENTATION) -> dict[str, object]:
     module = _module(implementation)
-    version = getattr(module, "ZLIB_RUNTIME_VERSION", None) or getattr(module, "ZLIBNG_VERSION", None)
+    version = getattr(module, _VERSION_ATTRIBUTE[implementation])
     return {
         "format": "gzip",
         "implementation": implementation,

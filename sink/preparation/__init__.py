@@ -27,6 +27,10 @@ def _quiet(name: str) -> None:
     return None
 
 
+def _no_progress(stage: str, done: int, total: int) -> None:
+    return None
+
+
 def prepare(
     plan: CompiledPlan,
     scope_from: date,
@@ -50,7 +54,7 @@ def prepare(
         return Prepared(parent_id, journal.load_parent(parent_id), resumed=True, topology=None)
     sealed = seal_all(plan, scope_from, scope_to, source=source, store=store,
                       correction_revision=correction_revision, spill_dir=spill_dir, failpoint=failpoint,
-                      **({"progress": progress} if progress is not None else {}))
+                      progress=progress or _no_progress)
     if sealed.empty:
         raise SourceError("source.empty_boundary", "the frozen boundary has no rows; it is skipped, not admitted")
     intent = build_topology(sealed, store)

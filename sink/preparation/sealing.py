@@ -21,6 +21,7 @@ from sink.artifacts.port import ImmutableArtifactPort
 from sink.compiler import child_delivery_identity, delivery_identity
 from sink.contracts.plan import CompiledPlan, DeliveryIdentity
 from sink.contracts.planning import ChildMeasurement, ChildWindow
+from sink.payload.compression import DEFAULT_IMPLEMENTATION
 from sink.payload.encoding import RowEncoder, payload_encoding
 from sink.payload.rendering import RequestSymbols, render_request
 from sink.payload.sealer import ChildSpec, SealedChild, StreamingSealer
@@ -71,6 +72,7 @@ def seal_all(
     spill_dir: Path | None = None,
     failpoint: Failpoint = _quiet,
     progress: Progress = _no_progress,
+    deflate: str = DEFAULT_IMPLEMENTATION,
 ) -> SealedTopology:
     if plan.mapping is None:
         raise SourceError("source.not_configured", "the plan has no pinned mapping (compile it from files)")
@@ -85,7 +87,7 @@ def seal_all(
     limits = planning_limits_from_plan(plan, frozen.fixed_overhead_bytes)
     buckets = frozen.buckets()
     windows = planning.plan_children(scope_from, scope_to, buckets, limits)
-    sealer = StreamingSealer(store, frozen, encoder)
+    sealer = StreamingSealer(store, frozen, encoder, implementation=deflate)
     cache: dict[tuple[date, date], tuple[SealedChild, DeliveryIdentity]] = {}
     first = True
     for _ in range(MAX_REFINEMENTS):

@@ -19,6 +19,7 @@ cleanup runs, exactly like a machine losing power. Unarmed, ``hit`` is one falsy
 from __future__ import annotations
 
 import os
+import re
 import signal
 from collections.abc import Callable, Iterable, Mapping
 
@@ -79,10 +80,17 @@ ALL_FAILPOINTS: tuple[str, ...] = (
     *(request_point(kind, boundary) for kind in REQUEST_KINDS for boundary in REQUEST_BOUNDARIES),
 )
 _KNOWN = frozenset(ALL_FAILPOINTS)
+_NAME_LIKE = re.compile(r"[A-Za-z0-9_.-]{1,80}")
 
 
 class FailpointConfigError(ValueError):
     """``RESTPROOF_FAILPOINT`` names something that is not a failpoint."""
+
+
+def _printable(name: str) -> str:
+    # Echo only what looks like a failpoint name: anything else pasted into the variable (a
+    # token, a path) stays out of the error message.
+    return name if _NAME_LIKE.fullmatch(name) else "(not a failpoint-like name)"
 
 
 def parse_failpoints(value: str | None) -> frozenset[str]:
@@ -95,7 +103,7 @@ def parse_failpoints(value: str | None) -> frozenset[str]:
         raise FailpointConfigError(f"{ENV_VAR} has an empty item; give name[,name...]")
     unknown = sorted(set(names) - _KNOWN)
     if unknown:
-        shown = ", ".join(name if len(name) <= 80 else name[:80] + "..." for name in unknown[:5])
+        shown = ", ".join(_printable(name) for name in unknown[:5])
         raise FailpointConfigError(
             f"{ENV_VAR} names {len(unknown)} unknown failpoint(s): {shown}; "
             f"the {len(ALL_FAILPOINTS)} known ones are listed in sink.runtime.failpoints.ALL_FAILPOINTS"
@@ -118,7 +126,7 @@ class Failpoints:
         names = frozenset(armed)
         unknown = names - _KNOWN
         if unknown:
-            raise FailpointConfigError(f"unknown failpoint(s): {', '.join(sorted(unknown)[:5])}")
+            raise FailpointConfigError(f"unknown failpoint(s): {', '.join(_printable(n) for n in sorted(unknown)[:5])}")
         self._armed = names
         self._kill = kill
 
@@ -137,7 +145,7 @@ class Failpoints:
             self._kill(name)
         elif self._armed and name not in _KNOWN:
             # Only checked while armed (a certification run): a misspelt point must not go quiet.
-            raise ValueError(f"hit() of an unlisted failpoint {name!r}")
+            raise ValueError(f"hit() of an unlisted failpoint {_printable(name)}")
 
 
 DISARMED = Failpoints()

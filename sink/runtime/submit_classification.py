@@ -108,6 +108,10 @@ class SubmitContext:
     live_attempt: bool = True
     """The classifying worker made this attempt and holds its mutation lease."""
 
+    def __post_init__(self) -> None:
+        if self.attempts_used < 1 or self.sends_used < self.attempts_used:
+            raise ValueError("a classified request belongs to an attempt: 1 <= attempts_used <= sends_used")
+
 
 @dataclass(frozen=True, slots=True)
 class SubmitDecision:
@@ -127,6 +131,13 @@ class SubmitDecision:
     @property
     def target(self) -> StateTuple | None:
         return None if self.move is None else self.move.target
+
+    @property
+    def carries_result_counters(self) -> bool:
+        """Whether this response is the receiver's result of the request (its counters are
+        evidence). A proven duplicate answers for an earlier request: its body holds no result,
+        so the verifier gets ``counters=None`` and relies on the read-only summary."""
+        return self.reason is SubmitReason.ACCEPTED
 
 
 def extract_receipt(response: ResponseEvidence, fields: Mapping[str, Extractor]) -> Receipt | None:

@@ -107,3 +107,18 @@ def test_codec_identity_pins_library_and_level() -> None:
     assert identity["implementation"] == "zlib" and identity["level"] == 6
     assert identity["library_version"] not in ("", "None")
     assert identity["header"] == {"mtime": 0, "os": 255, "flags": 0}
+
+
+def test_an_alternative_deflate_is_pinned_by_name_and_version_or_refused() -> None:
+    from sink.payload.compression import CompressionUnavailable
+
+    data = ("строка,1\r\n" * 2000).encode()
+    try:
+        identity = codec_identity(1, "zlib-ng")
+    except CompressionUnavailable as exc:
+        assert exc.code == "payload.codec_unavailable"
+        return
+    assert identity["implementation"] == "zlib-ng" and identity != codec_identity(1)
+    assert gzip.decompress(b"".join(gzip_stream([data], 1, "zlib-ng"))) == data
+    with pytest.raises(CompressionUnavailable):
+        codec_identity(1, "brotli")

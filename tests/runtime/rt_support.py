@@ -60,7 +60,7 @@ def no_fence(name: str = SYNC_PROFILE) -> OperationProfile:
     return OperationProfile.model_validate(document)
 
 
-def not_started(failure: FailureKind = FailureKind.CONNECT_ERROR,
+def not_started(failure: FailureKind | None = FailureKind.CONNECT_ERROR,
                 phase: TransportPhase | None = TransportPhase.CONNECT,
                 steps: tuple[str, ...] = ("connection.connect_tcp.started", "connection.connect_tcp.failed"),
                 ) -> TransportOutcome:

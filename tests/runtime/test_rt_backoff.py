@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from sink.contracts.errors import ErrorCode
 from sink.runtime.backoff import (
     DigestJitter,
+    JitterSource,
     RetryBlocked,
     RetryDelay,
     full_jitter_cap_ms,
@@ -33,8 +34,8 @@ class FixedJitter:
         return upper_inclusive if self.value is None else min(self.value, upper_inclusive)
 
 
-def _delay(attempt: int = 0, *, remaining: int = 60_000, jitter: object = None, retry_after: str | None = None,
-           initial: int = 500, maximum: int = 10_000) -> RetryDelay | RetryBlocked:
+def _delay(attempt: int = 0, *, remaining: int = 60_000, jitter: JitterSource | None = None,
+           retry_after: str | None = None, initial: int = 500, maximum: int = 10_000) -> RetryDelay | RetryBlocked:
     return next_retry_delay(
         attempt, initial_delay_ms=initial, max_delay_ms=maximum, remaining_budget_ms=remaining,
         jitter=jitter if jitter is not None else FixedJitter(), retry_after=retry_after, now=NOW,
@@ -206,7 +207,7 @@ def test_sub_second_and_multi_day_dates_are_exact() -> None:
 
 
 def test_reading_a_retry_after_needs_the_clock() -> None:
-    with pytest.raises(ValueError, match="current time"):
+    with pytest.raises(ValueError, match=r"^reading a Retry-After needs the current time$"):
         next_retry_delay(0, initial_delay_ms=1, max_delay_ms=1, remaining_budget_ms=10, jitter=FixedJitter(),
                          retry_after="1")
     assert next_retry_delay(0, initial_delay_ms=1, max_delay_ms=1, remaining_budget_ms=10,

@@ -60,6 +60,7 @@ def test_the_list_covers_every_journal_write_and_request_boundary() -> None:
 
 def test_point_builders_refuse_unlisted_parts() -> None:
     assert journal_point("reserve_submitting", "before") == "journal.reserve_submitting.before"
+    assert journal_point("promote_frontier", "after") == "journal.promote_frontier.after"
     assert request_point("submit", "after_body_sent") == "http.submit.after_body_sent"
     for bad in (("reserve_submitting", "during"), ("nope", "before")):
         with pytest.raises(ValueError, match="no journal failpoint"):
@@ -89,11 +90,21 @@ def test_unknown_names_are_refused_by_name(value: str) -> None:
     assert ENV_VAR in str(raised.value) and "ALL_FAILPOINTS" in str(raised.value)
 
 
-def test_long_unknown_names_are_shortened_in_the_message() -> None:
+@pytest.mark.parametrize("value", ["x" * 81, "SENTINEL-token secret", "Bearer abc/def"])
+def test_names_that_are_not_failpoint_like_are_not_echoed(value: str) -> None:
     with pytest.raises(FailpointConfigError) as raised:
-        parse_failpoints("x" * 500)
-    assert "x" * 80 + "..." in str(raised.value)
-    assert "x" * 81 not in str(raised.value)
+        parse_failpoints(value)
+    assert value not in str(raised.value)
+    assert "(not a failpoint-like name)" in str(raised.value)
+    with pytest.raises(FailpointConfigError) as constructed:
+        Failpoints([value])
+    assert value not in str(constructed.value)
+
+
+def test_eighty_character_names_are_echoed() -> None:
+    with pytest.raises(FailpointConfigError) as raised:
+        parse_failpoints("x" * 80)
+    assert "x" * 80 in str(raised.value)
 
 
 @pytest.mark.parametrize("value", ["http.submit.before_send,", ",", "a,,b"])
@@ -119,7 +130,7 @@ def test_hit_kills_only_at_armed_points() -> None:
 
 def test_armed_process_refuses_hits_of_unlisted_points() -> None:
     points = Failpoints(["http.poll.before_send"], kill=lambda name: None)
-    with pytest.raises(ValueError, match="unlisted"):
+    with pytest.raises(ValueError, match=r"unlisted failpoint http\.poll\.typo"):
         points.hit("http.poll.typo")
 
 
@@ -151,3 +162,14 @@ def test_unknown_name_fails_at_startup_in_the_process() -> None:
     assert result.returncode == 1
     assert "FailpointConfigError" in result.stderr and "journal.nope.before" in result.stderr
     assert "before " not in result.stdout
+
+
+def test_at_most_five_unknown_names_are_listed() -> None:
+    names = [f"bad.{n}" for n in range(6)]
+    with pytest.raises(FailpointConfigError) as parsed:
+        parse_failpoints(",".join(names))
+    assert "6 unknown failpoint(s): bad.0, bad.1, bad.2, bad.3, bad.4;" in str(parsed.value)
+    assert "bad.5" not in str(parsed.value)
+    with pytest.raises(FailpointConfigError) as constructed:
+        Failpoints(names)
+    assert str(constructed.value) == "unknown failpoint(s): bad.0, bad.1, bad.2, bad.3, bad.4"

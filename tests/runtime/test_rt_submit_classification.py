@@ -59,6 +59,7 @@ def _classify(outcome: TransportOutcome, prof: OperationProfile = SYNC, *, jitte
     values: dict[str, Any] = {"attempts_used": 1, "sends_used": 1, "remaining_budget_ms": 600_000,
                               "elapsed_since_first_send_ms": 0, "now": NOW, "live_attempt": True}
     values.update(context)
+    values["sends_used"] = context.get("sends_used", max(values["attempts_used"], 1))
     return classify_submit(outcome, profile=prof, current=tuple_named(current_name),
                            context=SubmitContext(**values), jitter=jitter or TopJitter(), contract=CONTRACT)
 
@@ -402,3 +403,18 @@ def test_every_decision_is_a_listed_transition_from_submitting() -> None:
                 seen.add(decision.move.transition_id)
     # receipt_running is left to the first poll: a submit response is never taken as a RUNNING observation.
     assert seen == {t.id for t in CONTRACT.transitions_from(SUBMITTING)} - {"receipt_running"}
+
+
+def test_only_an_accepted_answer_carries_result_counters() -> None:
+    assert _classify(response(201, {"/receipt_id": "r"}), SYNC).carries_result_counters is True
+    assert _classify(response(409, {"/receipt_id": "r"}), SYNC).carries_result_counters is False
+    assert _classify(response(413), SYNC).carries_result_counters is False
+
+
+@pytest.mark.parametrize(("attempts", "sends"), [(0, 0), (0, 1), (2, 1)])
+def test_context_must_describe_a_sent_attempt(attempts: int, sends: int) -> None:
+    with pytest.raises(ValueError, match="attempts_used"):
+        SubmitContext(attempts_used=attempts, sends_used=sends, remaining_budget_ms=1,
+                      elapsed_since_first_send_ms=0, now=NOW)
+    assert SubmitContext(attempts_used=1, sends_used=1, remaining_budget_ms=1, elapsed_since_first_send_ms=0,
+                         now=NOW).sends_used == 1

@@ -66,3 +66,13 @@ def test_missing_dsn_is_a_stable_error(table: str) -> None:
     with pytest.raises(SourceError) as caught:
         PostgresqlSourcePort(spec, environ={}).open(date(2026, 3, 1), date(2026, 3, 2))
     assert caught.value.code == "source.missing_dsn"
+
+
+def test_connection_failure_never_shows_the_dsn() -> None:
+    sentinel = "SENTINEL-9d2e-DSN-PASSWORD"
+    spec = PostgresqlQuerySource(type="postgresql_query", dsn_env="RESTPROOF_TEST_DSN", query="SELECT 1")
+    environ = {"RESTPROOF_TEST_DSN": f"postgresql://user:{sentinel}@127.0.0.1:1/db?connect_timeout=2"}
+    with pytest.raises(SourceError) as caught:
+        PostgresqlSourcePort(spec, environ=environ).open(date(2026, 3, 1), date(2026, 3, 2))
+    assert caught.value.code == "source.unavailable"
+    assert sentinel not in str(caught.value) and caught.value.__cause__ is None

@@ -137,7 +137,7 @@ def sync_plan() -> CompiledPlan:
 
 def sync_profile(*, summary: bool = True) -> OperationProfile:
     profile = sync_plan().operation
-    return profile.model_copy(update={"verification": SUMMARY}) if summary else profile
+    return profile.model_copy(update={"verification": SUMMARY if summary else None})
 
 
 class BytesBody:

@@ -20,17 +20,17 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from sink.artifacts.port import ArtifactError
-from sink.cli import (
+from sink.cli.common import (
     BindingsOpt,
     EnvironmentOpt,
     FormatOpt,
     OutputFormat,
     ProfilesOpt,
     WorkloadArg,
-    _compile,
-    _parse_date,
     app,
 )
+from sink.cli.common import compile_workload as _compile
+from sink.cli.common import parse_date as _parse_date
 from sink.contracts.errors import DeliveryError, ExitClass
 from sink.journal.port import JournalConfigurationError, JournalError, JournalRejection, JournalUnavailable
 from sink.runtime.bundle import export_bundle

@@ -1,0 +1,5 @@
+"""``python -m sink.cli``: the same entry point as the ``delivery`` script."""
+
+from sink.cli import main
+
+main()
