@@ -90,7 +90,7 @@ def test_killed_worker_recovers_on_another_host_and_the_operator_resolves_it(
 def test_an_unknown_failpoint_is_refused_before_anything_happens(tmp_path: Path, services: Services) -> None:
     services.reset()
     run = _delivery("run", str(REPO / "scenarios/workloads/measurements-sync.yaml"), "--scope-from", "2026-03-01",
-                    "--scope-to", "2026-03-05", "--bindings-dir", str(_bindings(tmp_path, services.proxy_url)), "--state-dir",
-                    str(tmp_path / "s"), failpoint="http.submit.no_such_point")
+                    "--scope-to", "2026-03-05", "--bindings-dir", str(_bindings(tmp_path, services.proxy_url)),
+                    "--state-dir", str(tmp_path / "s"), failpoint="http.submit.no_such_point")
     assert run.returncode == 2 and "Traceback" not in run.stderr
     assert services.proxy_log() == []
