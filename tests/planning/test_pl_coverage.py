@@ -56,6 +56,8 @@ def test_every_coverage_defect_is_named(
 def test_the_proof_feeds_the_parent_plan_digest_and_moves_with_any_window() -> None:
     proof = coverage_proof(GOOD, d(0), d(9), 25)
     assert not proof.empty_boundary
+    assert not coverage_proof((child(0, 0, 9, 0, 1),), d(0), d(9), 1).empty_boundary
+    assert coverage_proof((child(0, 0, 9, 0, 0),), d(0), d(9), 0).empty_boundary
     assert is_digest(proof.digest)
     assert coverage_proof(list(GOOD), d(0), d(9), 25) == proof
     moved = (child(0, 0, 4, 0, 10), child(1, 4, 5, 10, 10), child(2, 5, 9, 10, 25))
