@@ -31,6 +31,7 @@ from sink.journal.port import (
 from sink.journal.postgres import ZeroRpoPolicy, open_postgres_journal
 from sink.journal.postgres.cluster import Cluster
 from sink.journal.records import LeaseKind, LeaseRequest
+from sink.journal.reread import SubmitReread, reread_submit
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(120)]
 
@@ -131,6 +132,7 @@ def test_commit_lost_in_flight_is_outcome_unknown_and_never_a_second_grant(durab
     assert lost.value.code is UnavailableCode.OUTCOME_UNKNOWN and lost.value.exit_code == 3
     assert "reread the journal" in str(lost.value)
     # Reconnects on the next call; the reread is the authority: nothing committed, orphan reported.
+    assert reread_submit(durable.journal, durable.markers, request) is SubmitReread.ORPHAN
     assert durable.journal.list_attempts(op.operation_id) == ()
     assert [o.attempt_id for o in durable.journal.find_orphan_markers()] == [request.attempt_id]
     with pytest.raises(Exception, match="orphan_marker_possible_remote_effect"):
