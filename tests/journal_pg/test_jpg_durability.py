@@ -1,6 +1,6 @@
 """Critical transactions refuse lossy durability; an unavailable journal says what it knows.
 
-Runs on the shared durable cluster (tests/journal_pg/conftest.py: fsync on, synchronous_commit
+Runs on the shared durable cluster (tests/journal_pg/jpg_durable_cluster.py: fsync on, synchronous_commit
 OFF by default with a 10 s WAL writer delay, so only the journal's per-transaction pin makes a
 commit durable), plus the lossy session cluster of tests/conftest.py for the refusal at open.
 """
@@ -15,6 +15,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from jpg_crash_support import set_server_setting
+from jpg_durable_cluster import durable_cluster_fixture  # noqa: F401 - provides `durable_cluster`
 from jpg_support import CAPACITY, daily_parent, publish_marker, seal, submit, submit_request
 
 from sink.journal.durability import Durability
