@@ -188,6 +188,9 @@ class FileMarkerStore:
 
     def _publish_once(self, final: Path, raw: bytes) -> bool:
         """Write ``raw`` to ``final`` atomically and durably unless it exists; True if we created it."""
+        # Directories this call creates must be fsynced in their parents too; an existing one (the
+        # marker's, for its grant claim or a later ordinal) was made durable when it was created.
+        new_dirs = not final.parent.exists()
         final.parent.mkdir(parents=True, exist_ok=True)
         tmp = final.with_name(f".{final.name}.{os.getpid()}.{os.urandom(6).hex()}.tmp")
         fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o444)
@@ -205,8 +208,9 @@ class FileMarkerStore:
         finally:
             tmp.unlink(missing_ok=True)
         _fsync_dir(final.parent)
-        _fsync_dir(final.parent.parent)
-        _fsync_dir(self._root)
+        if new_dirs:
+            _fsync_dir(final.parent.parent)
+            _fsync_dir(self._root)
         return True
 
     def _claim_path(self, operation_namespace: str, operation_id: str, attempt_ordinal: int) -> Path:

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 from conftest import JournalEnv
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from jn_builders import CAPACITY, admission, apply_fully, child, day, digest, instant, seal, step, submit, week_parent
 
@@ -23,6 +23,7 @@ ranges = st.tuples(st.integers(0, 40), st.integers(1, 12)).map(lambda t: (t[0], 
 applications = st.lists(st.tuples(ranges, st.integers(0, 5)), min_size=1, max_size=25)
 
 
+@settings(deadline=None)  # pure and fast; a per-example deadline only measures the shared host's load
 @given(applications)
 def test_interval_map_is_normalised_highest_wins_and_never_lowers(ops: list[tuple[tuple[int, int], int]]) -> None:
     intervals: list[tuple[ScopeRange, GenerationKey]] = []

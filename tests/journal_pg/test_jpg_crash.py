@@ -4,7 +4,7 @@ Each round lets worker processes loop critical submits for a random 0.2-0.9 s, t
 server one way (SIGKILL of every server process, SIGKILL of one backend, immediate shutdown) and
 restarts it while the workers go on; after the last crash the workers themselves are SIGKILLed a
 random moment later (so some operations stay SUBMITTING), and the invariants are read through the
-port (``jpg_crash_support.check_invariants``). One cluster (tests/journal_pg/conftest.py), two
+port (``jpg_crash_support.check_invariants``). One cluster (tests/journal_pg/jpg_durable_cluster.py), two
 configurations, in this order:
 
 * durable (fsync on; server default synchronous_commit off, which the journal's per-transaction
@@ -31,6 +31,7 @@ from typing import Any
 
 import pytest
 from jpg_crash_support import check_invariants, crash, crash_worker, set_server_setting
+from jpg_durable_cluster import durable_cluster_fixture  # noqa: F401 - provides `durable_cluster`
 from jpg_support import CAPACITY, daily_parent, seal
 
 from sink.journal.durability import Durability

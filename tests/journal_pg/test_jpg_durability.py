@@ -1,6 +1,6 @@
 """Critical transactions refuse lossy durability; an unavailable journal says what it knows.
 
-Runs on the shared durable cluster (tests/journal_pg/conftest.py: fsync on, synchronous_commit
+Runs on the shared durable cluster (tests/journal_pg/jpg_durable_cluster.py: fsync on, synchronous_commit
 OFF by default with a 10 s WAL writer delay, so only the journal's per-transaction pin makes a
 commit durable), plus the lossy session cluster of tests/conftest.py for the refusal at open.
 """
@@ -15,6 +15,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from jpg_crash_support import set_server_setting
+from jpg_durable_cluster import durable_cluster_fixture  # noqa: F401 - provides `durable_cluster`
 from jpg_support import CAPACITY, daily_parent, publish_marker, seal, submit, submit_request
 
 from sink.journal.durability import Durability
@@ -31,6 +32,7 @@ from sink.journal.port import (
 from sink.journal.postgres import ZeroRpoPolicy, open_postgres_journal
 from sink.journal.postgres.cluster import Cluster
 from sink.journal.records import LeaseKind, LeaseRequest
+from sink.journal.reread import SubmitReread, reread_submit
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(120)]
 
@@ -131,6 +133,7 @@ def test_commit_lost_in_flight_is_outcome_unknown_and_never_a_second_grant(durab
     assert lost.value.code is UnavailableCode.OUTCOME_UNKNOWN and lost.value.exit_code == 3
     assert "reread the journal" in str(lost.value)
     # Reconnects on the next call; the reread is the authority: nothing committed, orphan reported.
+    assert reread_submit(durable.journal, durable.markers, request) is SubmitReread.ORPHAN
     assert durable.journal.list_attempts(op.operation_id) == ()
     assert [o.attempt_id for o in durable.journal.find_orphan_markers()] == [request.attempt_id]
     with pytest.raises(Exception, match="orphan_marker_possible_remote_effect"):

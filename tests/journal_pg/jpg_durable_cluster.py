@@ -1,4 +1,7 @@
-"""A durable throwaway cluster shared by the PostgreSQL durability and crash tests (one initdb).
+"""A durable throwaway cluster for the PostgreSQL durability and crash tests (one per test module).
+
+Imported as a fixture by the modules that use it (not a conftest.py: a second module named
+`conftest` would shadow tests/journal/conftest.py for spawned test processes).
 
 fsync is on, but the server's default synchronous_commit is OFF with a 10 s WAL writer delay:
 only the journal's per-transaction pin (SET LOCAL synchronous_commit = on) makes a critical commit
@@ -17,8 +20,8 @@ from sink.journal.postgres.cluster import Cluster, ClusterSet, ClusterUnavailabl
 DURABLE_SETTINGS: dict[str, str | int] = {"fsync": "on", "synchronous_commit": "off", "wal_writer_delay": "10000ms"}
 
 
-@pytest.fixture(scope="session")
-def durable_cluster(pg_server_binaries: object) -> Iterator[Cluster]:
+@pytest.fixture(scope="session", name="durable_cluster")
+def durable_cluster_fixture(pg_server_binaries: object) -> Iterator[Cluster]:
     clusters = ClusterSet()
     try:
         cluster = clusters.primary(DURABLE_SETTINGS)
