@@ -47,7 +47,7 @@ def test_pointers_yield_only_requested_scalars() -> None:
     document = {"job_id": "j1", "n": 3, "ok": True, "none": None, "f": 1.5, "obj": {"a/b": {"~x": "v"}},
                 "list": ["a", "b"]}
     scalars = extract_scalars(document, ["/job_id", "/n", "/ok", "/none", "/f", "/obj", "/obj/a~1b/~0x",
-                                         "/list/1", "/list/01", "/list/9", "/missing", "job_id"])
+                                         "/list/1", "/list/01", "/list/2", "/list/9", "/missing", "job_id"])
     assert scalars == {"/job_id": "j1", "/n": 3, "/ok": True, "/none": None, "/obj/a~1b/~0x": "v", "/list/1": "b"}
     assert resolve_pointer(document, "") is document
 

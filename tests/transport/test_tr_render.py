@@ -9,7 +9,7 @@ import pytest
 
 from sink.compiler.loading import load_document
 from sink.contracts.profile import OperationProfile
-from sink.contracts.profile_request import MultipartFileBody
+from sink.contracts.profile_request import MultipartFileBody, ScalarPart
 from sink.transport.render import (
     RenderError,
     RequestSymbols,
@@ -82,8 +82,9 @@ def test_multipart_fields_and_poll_path() -> None:
     assert isinstance(body, MultipartFileBody)
     assert render_scalar_parts(body, symbols()) == (("range_start", "2026-06-01"), ("range_end", "2026-06-05"))
     assert render_filename(body.payload_part, symbols()) == "rmk_abc.csv.gz"
-    with pytest.raises(RenderError):
+    with pytest.raises(RenderError) as refused:
         render_filename(body.payload_part, symbols(key="../x"))
+    assert refused.value.code == "render.invalid_value"
     poll = JOBS.acknowledgement.poll
     assert poll is not None
     assert render_poll_path(poll, {"id": "job_1"}) == "/mock/v1/dataset-jobs/job_1"
@@ -91,3 +92,17 @@ def test_multipart_fields_and_poll_path() -> None:
     for receipt in ({}, {"id": None}, {"id": True}, {"id": ".."}, {"id": ""}):
         with pytest.raises(RenderError):
             render_poll_path(poll, receipt)
+
+
+def test_literal_scalar_parts_and_their_bounds() -> None:
+    body = JOBS.request.body
+    assert isinstance(body, MultipartFileBody)
+    literal = body.model_copy(update={"scalar_parts": {"mode": ScalarPart(value="full"), **body.scalar_parts}})
+    assert render_scalar_parts(literal, symbols())[0] == ("mode", "full")
+    assert render_scalar_parts(literal, symbols(resource="x" * 1024))[0] == ("mode", "full")
+    long = body.model_copy(update={"scalar_parts": {"r": ScalarPart(value_from="resource")}})
+    assert render_scalar_parts(long, symbols(resource="x" * 1024)) == (("r", "x" * 1024),)
+    for bad in ("x" * 1025, "a\nb", " lead", "caf\u00e9"):
+        with pytest.raises(RenderError) as refused:
+            render_scalar_parts(long, symbols(resource=bad))
+        assert refused.value.code == "render.invalid_value"
