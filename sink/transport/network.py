@@ -97,6 +97,10 @@ class CountingStream(httpcore.NetworkStream):
         self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
     ) -> httpcore.NetworkStream:
         seconds, bound = _timeout("tls", timeout)
+        if seconds is not None and seconds <= 0:
+            self._sock.close()
+            _record("tls", "timeout", bound)
+            raise httpcore.ConnectTimeout("request deadline reached")
         try:
             self._sock.settimeout(seconds)
             wrapped = ssl_context.wrap_socket(self._sock, server_hostname=server_hostname)
@@ -153,6 +157,10 @@ class CountingBackend(httpcore.NetworkBackend):
             _record("connect", "error")
             raise httpcore.ConnectError("host not resolved by the transport")
         seconds, bound = _timeout("connect", timeout)
+        if seconds is not None and seconds <= 0:
+            # A zero socket timeout means non-blocking, which would fail as an error, not a timeout.
+            _record("connect", "timeout", bound)
+            raise httpcore.ConnectTimeout("request deadline reached")
         source = None if local_address is None else (local_address, 0)
         try:
             sock = socket.create_connection((address, port), seconds, source_address=source)

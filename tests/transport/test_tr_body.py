@@ -15,6 +15,7 @@ from tr_support import BytesBody, FaultProxy, batch_request, rows_json, timeouts
 from sink.contracts.transport import FailureKind, SendCertainty
 from sink.transport import HttpxRestTransport, NoAuth
 from sink.transport.body import BodyMismatch, VerifiedBody
+from sink.transport.exchange import CURRENT, Exchange, IoFailure
 
 pytestmark = pytest.mark.timeout(60)
 DATA = b"0123456789" * 500
@@ -47,6 +48,18 @@ def test_mismatch_stops_before_the_last_chunk(source: BytesBody, reason: str, yi
             yielded += len(chunk)
     assert raised.value.reason == reason
     assert yielded <= yielded_max
+
+
+def test_a_mismatch_is_recorded_on_the_exchange_in_flight() -> None:
+    exchange = Exchange(timeouts())
+    token = CURRENT.set(exchange)
+    try:
+        with pytest.raises(BodyMismatch) as raised:
+            list(VerifiedBody(BytesBody(DATA, length=len(DATA) + 1)))
+    finally:
+        CURRENT.reset(token)
+    assert exchange.failure == IoFailure("body", "unavailable")
+    assert "shorter_than_sealed" in str(raised.value)
 
 
 class _Broken:

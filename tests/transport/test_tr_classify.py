@@ -6,7 +6,14 @@ from __future__ import annotations
 import pytest
 
 from sink.contracts.transport import FailureKind, PreparedRequest, SendCertainty, TransportPhase
-from sink.transport.classify import DNS_STEP, classify_failure, failure_kind, last_phase_started, request_started
+from sink.transport.classify import (
+    DNS_STEP,
+    classify_failure,
+    failure_kind,
+    last_phase_started,
+    received,
+    request_started,
+)
 from sink.transport.exchange import IoFailure
 
 CONNECTED = ["connection.connect_tcp.started", "connection.connect_tcp.complete"]
@@ -50,11 +57,17 @@ def test_not_started_needs_no_header_start_and_no_byte() -> None:
     before = classify_failure(steps=CONNECTED, failure=IoFailure("read", "eof"), pool_timeout=False,
                               request_bytes_to_kernel=0, elapsed_ms=3)
     assert before.certainty is SendCertainty.NOT_STARTED
+    assert before.failure is FailureKind.CONNECTION_CLOSED
+    assert before.last_phase_started is TransportPhase.CONNECT
+    assert before.response_bytes_received == 0 and before.response_status is None
+    assert before.resolved_address is None
     # Header writing started but no byte was accepted yet: the peer may still have some bytes
     # (a previous partial send) -- headers started is enough to lose the proof.
-    started = classify_failure(steps=HEADERS_STARTED, failure=IoFailure("write", "error"), pool_timeout=False,
+    started = classify_failure(steps=HEADERS_STARTED, failure=IoFailure("write", "error"), pool_timeout=True,
                                request_bytes_to_kernel=0, elapsed_ms=3)
     assert started.certainty is SendCertainty.MAY_HAVE_REACHED_PEER
+    assert started.failure is FailureKind.WRITE_ERROR  # a recorded failure wins over the pool flag
+    assert started.last_phase_started is TransportPhase.REQUEST_HEADERS
     # A counted byte without a trace step (defensive): still not provably absent.
     counted = classify_failure(steps=CONNECTED, failure=IoFailure("write", "error"), pool_timeout=False,
                                request_bytes_to_kernel=1, elapsed_ms=3)
@@ -73,9 +86,14 @@ def test_last_phase_and_pool_phase() -> None:
     assert last_phase_started(["http2.send_request_body.started"]) is TransportPhase.REQUEST_BODY
     pool = classify_failure(steps=[], failure=None, pool_timeout=True, request_bytes_to_kernel=0, elapsed_ms=1)
     assert pool.last_phase_started is TransportPhase.POOL
+    assert pool.failure is FailureKind.POOL_TIMEOUT
     assert pool.certainty is SendCertainty.NOT_STARTED
     other = classify_failure(steps=[], failure=None, pool_timeout=False, request_bytes_to_kernel=0, elapsed_ms=1)
     assert other.last_phase_started is None
+    assert other.failure is FailureKind.PROTOCOL_ERROR
+    # A pool flag with a recorded connect step is not a pool-phase failure.
+    late = classify_failure(steps=CONNECTED, failure=None, pool_timeout=True, request_bytes_to_kernel=0, elapsed_ms=1)
+    assert late.last_phase_started is TransportPhase.CONNECT
 
 
 def test_request_started_only_on_the_header_start_event() -> None:
@@ -119,3 +137,13 @@ def test_prepared_request_refuses_what_must_never_reach_the_wire(changes: dict[s
     with pytest.raises(ValueError, match=message) as refused:
         PreparedRequest(**fields)  # type: ignore[arg-type]
     assert "evil" not in str(refused.value) and "caf" not in str(refused.value)
+
+
+def test_received_evidence() -> None:
+    evidence = received(steps=SENT, request_bytes_to_kernel=10, elapsed_ms=2, resolved_address="::1",
+                        response_bytes_received=5)
+    assert evidence.certainty is SendCertainty.RESPONSE_RECEIVED
+    assert evidence.failure is None and evidence.last_phase_started is TransportPhase.COMPLETE
+    assert (evidence.request_bytes_to_kernel, evidence.elapsed_ms, evidence.resolved_address,
+            evidence.response_bytes_received, evidence.trace_steps) == (10, 2, "::1", 5, tuple(SENT))
+    assert evidence.response_status is None

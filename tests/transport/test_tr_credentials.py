@@ -43,6 +43,12 @@ def test_file_provider(tmp_path: Path) -> None:
     assert registry.resolve(f"file://{secret}").reveal() == TOKEN
     secret.write_text(TOKEN + "\r\n")
     assert registry.resolve(f"file://{secret}").reveal() == TOKEN
+    secret.write_text(TOKEN)
+    assert registry.resolve(f"file://{secret}").reveal() == TOKEN
+    secret.write_text(TOKEN + "\n\n")
+    assert registry.resolve(f"file://{secret}").reveal() == TOKEN + "\n"
+    secret.write_bytes(b"y" * MAX_SECRET_BYTES)
+    assert len(registry.resolve(f"file://{secret}")) == MAX_SECRET_BYTES
     secret.write_text("\n")
     assert _reason(registry, f"file://{secret}") == "file_empty"
     secret.write_bytes(b"\xff" + TOKEN.encode())
@@ -60,6 +66,8 @@ def test_registry_seam() -> None:
     registry = default_registry({})
     assert _reason(registry, "vault://kv/token") == "no_provider_for_scheme"
     assert _reason(registry, "plain-token") == "malformed_reference"
+    assert _reason(registry, "env://") == "malformed_reference"
+    assert _reason(registry, "://x") == "no_provider_for_scheme"
 
     class Vault:
         def resolve(self, locator: str) -> SecretValue:
@@ -77,7 +85,7 @@ def test_bearer_header_and_refusals() -> None:
     assert isinstance(auth, BearerAuth)
     ((name, value),) = auth.credential_headers()
     assert name == "authorization" and value.reveal() == f"Bearer {TOKEN}"
-    assert TOKEN not in repr(auth) and TOKEN not in repr(value)
+    assert repr(auth) == "BearerAuth(***)" and TOKEN not in repr(value)
     for bad in ("two words", "line\r\nX-Evil: 1", "caf\u00e9", "=leading"):
         environ["T"] = bad
         with pytest.raises(CredentialUnavailable) as raised:
@@ -86,5 +94,11 @@ def test_bearer_header_and_refusals() -> None:
     assert auth_for("none", None, default_registry({})).credential_headers() == ()
     with pytest.raises(CredentialUnavailable):
         auth_for("bearer", None, default_registry({}))
-    with pytest.raises(UnsupportedAuth):
+    with pytest.raises(UnsupportedAuth) as unsupported:
         auth_for("oauth2_client_credentials", "env://T", default_registry({}))
+    assert unsupported.value.method == "oauth2_client_credentials"
+
+
+def test_the_default_environment_is_the_process_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RESTPROOF_TR_TOKEN", TOKEN)
+    assert default_registry().resolve("env://RESTPROOF_TR_TOKEN").reveal() == TOKEN

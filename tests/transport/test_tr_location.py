@@ -56,6 +56,8 @@ def test_accepted(value: str, path: str, receipt: dict[str, str]) -> None:
         ("/v1/jobs/j 1", "invalid_characters"),
         ("/v1/jobs/j\r\n1", "invalid_characters"),
         ("/v1/jobs/j\u00e91", "invalid_characters"),
+        ("/v1/jobs/j\u200b1", "invalid_characters"),
+        ("/v1/jobs/j\x7f", "invalid_characters"),
         ("/v1/jobs/" + "a" * MAX_LOCATION_LENGTH, "too_long"),
         ("/v1/other/j1", "path_not_allowlisted"),
         ("/v1/jobs/j1/extra", "path_not_allowlisted"),
@@ -80,6 +82,14 @@ def test_explicit_port_of_the_binding_and_local_http() -> None:
         with pytest.raises(LocationRefused) as refused:
             accept_location(value, authority=local, allowed_paths=ALLOWED)
         assert refused.value.reason == reason
+
+
+def test_length_bound_is_inclusive() -> None:
+    value = "/v1/jobs/" + "a" * (MAX_LOCATION_LENGTH - len("/v1/jobs/"))
+    long_allowed = ("/v1/jobs/{receipt.id}",)
+    with pytest.raises(LocationRefused) as refused:  # too long for a receipt value, but not for the header
+        accept_location(value, authority=AUTHORITY, allowed_paths=long_allowed)
+    assert refused.value.reason == "path_not_allowlisted"
 
 
 def test_no_allowlist_accepts_nothing() -> None:
