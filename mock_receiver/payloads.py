@@ -164,6 +164,14 @@ def rows_from_bytes(data: bytes, fmt: str, limits: Limits) -> tuple[list[dict[st
     return rows, fmt
 
 
+def encode_rows(rows: list[dict[str, Scalar]]) -> list[bytes]:
+    try:
+        return [encode_row(row) for row in rows]
+    except UnicodeEncodeError:
+        # JSON allows an escaped lone surrogate ("\ud800"); it is not Unicode text and has no UTF-8 form.
+        raise bad_request("invalid_unicode", "a string holds a lone surrogate") from None
+
+
 @dataclass
 class _Part:
     headers: dict[bytes, bytes] = field(default_factory=dict)
@@ -245,7 +253,7 @@ def decode_multipart(body: bytes, content_type: str, limits: Limits) -> Submissi
     if len(data) > limits.max_decoded_bytes:
         raise ProblemError(413, "decoded_too_large", "Content too large", "decoded payload too large")
     rows, fmt = rows_from_bytes(data, fmt, limits)
-    return Submission(rows=rows, encoded=[encode_row(row) for row in rows], decoded_digest=bytes_digest(data),
+    return Submission(rows=rows, encoded=encode_rows(rows), decoded_digest=bytes_digest(data),
                       media_format=f"multipart/{fmt}", scalars=scalars, filename=filename)
 
 
@@ -266,5 +274,5 @@ def decode_body(body: bytes, content_type: str | None, content_encoding: str | N
     if gzipped:
         data = gunzip_bounded(data, limits.max_decoded_bytes)
     rows, fmt = rows_from_bytes(data, fmt, limits)
-    return Submission(rows=rows, encoded=[encode_row(row) for row in rows], decoded_digest=bytes_digest(data),
+    return Submission(rows=rows, encoded=encode_rows(rows), decoded_digest=bytes_digest(data),
                       media_format=fmt)

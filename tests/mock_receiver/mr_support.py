@@ -31,6 +31,8 @@ from mock_receiver.behaviour import Behaviour, load_behaviour_file, parse_behavi
 REPO = Path(__file__).resolve().parents[2]
 RECEIVERS = REPO / "scenarios" / "receivers"
 MOCK_RECEIVER_BIN = Path(sys.executable).with_name("mock-receiver")
+ADMIN_HEADERS = {"X-Restproof-Admin": "1"}
+"""Every state-changing admin request carries this header (docs/mock-receiver.md, "Admin API")."""
 
 
 def bundled(name: str) -> Behaviour:

@@ -138,13 +138,14 @@ def test_bad_cli_input_exits_2_with_a_clear_message(tmp_path: Path, args: list[s
     assert "Traceback" not in result.stderr
 
 
-def test_busy_port_and_file_state_dir_exit_2(tmp_path: Path) -> None:
+def test_busy_port_exits_3_and_file_state_dir_exits_2(tmp_path: Path) -> None:
     with socket.create_server(("127.0.0.1", 0)) as busy:
         port = busy.getsockname()[1]
         result = subprocess.run([str(MOCK_RECEIVER_BIN), "serve", "--port", str(port), "--behaviour",
                                  str(RECEIVERS / "bare-409.yaml"), "--state-dir", str(tmp_path / "s")],
                                 check=False, capture_output=True, text=True, timeout=30)
-    assert result.returncode == 2
+    assert result.returncode == 3  # "unavailable", as in the other CLIs
+    assert len(result.stderr.strip().splitlines()) == 1
     assert f"cannot listen on 127.0.0.1:{port}" in result.stderr and "Traceback" not in result.stderr
     state_file = tmp_path / "a-file"
     state_file.write_text("x")
