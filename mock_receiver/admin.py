@@ -15,6 +15,7 @@ from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import JSONResponse, Response
 
+from mock_receiver.admin_guard import AdminRoute
 from mock_receiver.behaviour import BehaviourError, load_behaviour_bytes
 from mock_receiver.documents import MAX_BYTES as MAX_BEHAVIOUR_BYTES
 from mock_receiver.engine import TERMINAL_STATES, finish_job, load_job, settle_due_jobs
@@ -25,7 +26,7 @@ from mock_receiver.problems import ProblemError
 ADMIN_PREFIX = "/_admin"
 _INT64_MAX = 2**63 - 1
 
-router = APIRouter(prefix=ADMIN_PREFIX, tags=["admin"])
+router = APIRouter(prefix=ADMIN_PREFIX, tags=["admin"], route_class=AdminRoute)
 
 Text = Annotated[str | None, Query(max_length=256)]
 After = Annotated[int | None, Query(ge=0, le=_INT64_MAX)]
