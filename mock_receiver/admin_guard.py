@@ -15,7 +15,8 @@ the answer. Three checks close that, each alone sufficient against a browser and
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from fastapi.routing import APIRoute
 from starlette.requests import Request
@@ -67,9 +68,9 @@ class AdminRoute(APIRoute):
     """An admin route whose state-changing methods pass :func:`cross_site_problem` first (before the
     body is read or validated, so a cross-site request learns nothing beyond the refusal)."""
 
-    def get_route_handler(self) -> Callable[[Request], Awaitable[Response]]:
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
-        if not self.methods & STATE_CHANGING:
+        if not (self.methods or set()) & STATE_CHANGING:
             return handler
         yaml_allowed = self.path_format.endswith("/behaviour")
 
