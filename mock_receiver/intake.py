@@ -11,6 +11,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from mock_receiver.behaviour import Behaviour
+from mock_receiver.delivery import tracked
 from mock_receiver.faults import Decision, FaultBook
 from mock_receiver.ledger import Ledger, RequestRecord, Txn
 from mock_receiver.problems import ProblemError
@@ -38,7 +39,8 @@ def receiver_of(request: Request) -> Receiver:
     return receiver
 
 
-async def decide_with_delays(receiver: Receiver, decision: Decision, decide: Callable[[Txn], Response]) -> Response:
+async def decide_with_delays(receiver: Receiver, decision: Decision, record: RequestRecord,
+                             decide: Callable[[Txn], Response]) -> Response:
     """Run the mutation decision in one ledger transaction, with the rule's delay before it (slow
     intake) or after it (committed, but the answer is late: a client read timeout then loses a
     real acknowledgement)."""
@@ -47,7 +49,7 @@ async def decide_with_delays(receiver: Receiver, decision: Decision, decide: Cal
     response = await receiver.ledger.run(decide)
     if decision.delay is not None and decision.delay.after_effect:
         await asyncio.sleep(decision.delay.seconds)
-    return response
+    return tracked(response, receiver.ledger, record)
 
 
 def client_disconnected() -> ProblemError:
@@ -125,4 +127,4 @@ async def record_rejection(receiver: Receiver, record: RequestRecord, problem: P
     record.outcome = "rejected" if record.outcome in ("received", "rejected") else record.outcome
     record.problem = problem.slug
     await receiver.ledger.run(lambda txn: txn.record_request(record, txn.now()))
-    return problem.response()
+    return tracked(problem.response(), receiver.ledger, record)

@@ -199,6 +199,14 @@ class Ledger:
 
     async def run(self, work: Callable[[Txn], T]) -> T:
         """Run ``work`` in the next group-committed transaction; return its result once committed."""
+        return await self._submit(work)
+
+    def enqueue(self, work: Callable[[Txn], object]) -> None:
+        """Queue ``work`` for the next group commit without waiting for it (fire and forget; a failure
+        is retrieved and dropped, it cannot affect the requests committed with it)."""
+        self._submit(work).add_done_callback(lambda done: done.cancelled() or done.exception())
+
+    def _submit(self, work: Callable[[Txn], T]) -> asyncio.Future[T]:
         loop = asyncio.get_running_loop()
         if self._loop is not loop or self._drainer is None or self._drainer.done():
             self._loop, self._wakeup = loop, asyncio.Event()
@@ -207,7 +215,7 @@ class Ledger:
         self._pending.append((work, future))
         assert self._wakeup is not None
         self._wakeup.set()
-        return await future
+        return future
 
     async def _drain(self) -> None:
         assert self._wakeup is not None and self._loop is not None

@@ -208,7 +208,7 @@ async def submit_batch(request: Request) -> Response:
         return await record_rejection(receiver, record, problem)
     decision = receiver.faults.decide(intake.behaviour, Endpoint.SYNC_SUBMIT, request.method, intake.resource)
     record.rule = decision.rule_names
-    return await decide_with_delays(receiver, decision, lambda txn: intake.decide(txn, decision))
+    return await decide_with_delays(receiver, decision, record, lambda txn: intake.decide(txn, decision))
 
 
 async def resource_summary(request: Request) -> Response:
