@@ -54,10 +54,20 @@ class SyncFence(_Closed):
     """Reject a mutation that carries no fence header (400) instead of applying it unfenced."""
     retention_seconds: float | None = Field(default=None, gt=0)
     """Keys older than this on the receiver clock are pruned; None keeps them forever."""
-    mismatch_status: Literal[409, 422] = 422
+    mismatch_status: Literal[400, 409, 422] = 422
     """Status of a same-key/different-request answer (idempotency_key: 422, fingerprint_ledger: 409)."""
+    mismatch_problem: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9_]{0,62}$")
+    """Problem slug of that answer; default idempotency_key_mismatch (idempotency_conflict for fingerprint_ledger)."""
     replay: Literal["stored_response", "conflict_with_receipt"] = "stored_response"
     """Same key + same request: replay the stored response, or answer 409 carrying the original receipt_id."""
+    in_progress: Literal["serialize", "conflict"] = "serialize"
+    """A same-key request while the first is still executing: wait for it and answer as a repeat
+    (serialize), or 409 idempotency_key_in_use at once (conflict: the key is reserved when execution starts)."""
+    save_errors: bool = False
+    """Save a 5xx answer given once execution started under the key, and replay it to a same-key retry."""
+    after_retention: Literal["reapply", "current_state"] = "reapply"
+    """A same-key repeat older than retention_seconds: a new request (reapply, a second effect) or an
+    answer with the resource's current state of the range and no effect (current_state)."""
 
 
 class RecordResults(StrEnum):

@@ -336,8 +336,11 @@ class Txn:
     def put_fence(self, fence: str, resource: str, key: str, *, request_digest: str, created_at: float,
                   status: int | None, response: bytes | None, receipt_id: str | None) -> None:
         self.conn.execute(
+            # An upsert: a key reserved as executing (status NULL) is completed in place.
             "INSERT INTO fences (fence, resource, fence_key, request_digest, created_at, status, response, "
-            "receipt_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "receipt_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (fence, resource, fence_key) DO UPDATE SET "
+            "request_digest = excluded.request_digest, status = excluded.status, response = excluded.response, "
+            "receipt_id = excluded.receipt_id",
             (fence, resource, key, request_digest, created_at, status, response, receipt_id))
 
     def select(self, table: str, filters: dict[str, object], *, order: str, after: int | None,

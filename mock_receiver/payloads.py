@@ -43,6 +43,27 @@ def media_essence(content_type: str | None) -> str:
     return content_type.split(";", 1)[0].strip().lower()
 
 
+def normalised_media_type(content_type: str | None) -> str | None:
+    """A media type as RFC 9110 compares it: type/subtype and parameter names case-insensitive, a
+    quoted and an unquoted value equal, the charset value case-insensitive, parameter order free."""
+    if content_type is None:
+        return None
+    essence, params = parse_options_header(content_type)
+    pairs = []
+    for name, value in params.items():
+        text_name = name.decode("latin-1").lower()
+        text_value = value.decode("latin-1")
+        pairs.append((text_name, text_value.lower() if text_name == "charset" else text_value))
+    return json.dumps([essence.decode("latin-1").lower(), sorted(pairs)])
+
+
+def normalised_coding(content_encoding: str | None) -> str | None:
+    """Content codings are case-insensitive tokens (RFC 9110 section 8.4.1); list whitespace is free."""
+    if content_encoding is None:
+        return None
+    return ",".join(part.strip().lower() for part in content_encoding.split(",") if part.strip())
+
+
 def gunzip_bounded(data: bytes, limit: int) -> bytes:
     inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
     try:
