@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import socket
 import subprocess
 import threading
@@ -178,3 +179,16 @@ def test_validate_command(tmp_path: Path) -> None:
                          capture_output=True, text=True, timeout=30)
     assert bad.returncode == 2
     assert "resources.m.mutation" in bad.stderr
+
+
+@pytest.mark.parametrize("admin_port", [True, False])
+def test_sigterm_stops_both_listeners_and_exits_0(tmp_path: Path, admin_port: bool) -> None:
+    server = ServerProcess(RECEIVERS / "stripe-like.yaml", tmp_path, admin_port=admin_port).start()
+    assert httpx.get(f"{server.admin_url}/_admin/health").status_code == 200
+    process = server.process
+    assert process is not None
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=20)
+    server.process = None
+    assert process.returncode == 0, stderr
+    assert "Traceback" not in stderr
