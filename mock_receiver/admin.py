@@ -207,6 +207,8 @@ async def stats(request: Request) -> dict[str, object]:
         _settle(receiver, txn)
         conn = txn.conn
         outcomes = dict(conn.execute("SELECT outcome, count(*) FROM requests GROUP BY outcome").fetchall())
+        delivery = dict(conn.execute(
+            "SELECT response_delivered, count(*) FROM requests GROUP BY response_delivered").fetchall())
         multiple = [
             {"mutation_key": key, "effects": count} for key, count in conn.execute(
                 "SELECT mutation_key, count(*) FROM effects WHERE mutation_key IS NOT NULL "
@@ -217,6 +219,7 @@ async def stats(request: Request) -> dict[str, object]:
             "last_received_at": conn.execute("SELECT max(received_at) FROM requests").fetchone()[0],
             "effects": conn.execute("SELECT count(*) FROM effects").fetchone()[0],
             "requests_by_outcome": outcomes,
+            "requests_by_delivery": delivery,
             "mutation_keys_with_multiple_effects": multiple,
         }
 

@@ -64,6 +64,7 @@ def test_an_answer_written_to_an_open_connection_is_delivered_true(tmp_path: Pat
         rows = {row["idempotency_key"]: row for row in admin_items(client, "requests")}
         assert rows["k-true"]["response_delivered"] == "true"
         assert rows["k-rejected"]["response_delivered"] == "true"
+        assert client.get("/_admin/stats").json()["requests_by_delivery"] == {"true": 2}
 
 
 @pytest.mark.slow
