@@ -57,6 +57,7 @@ class Result:
     ledger_requests: int
     ledger_effects: int
     ledger_rps: float
+    delivered: int
 
 
 def start_receiver(state_dir: Path, options: list[str]) -> tuple[subprocess.Popen[str], str]:
@@ -111,6 +112,7 @@ def measure(name: str, options: list[str], users: int, seconds: int, rows: int, 
     return Result(name=name, requests=int(stats["Request Count"]), failures=int(stats["Failure Count"]),
                   rps=float(stats["Requests/s"]), p50_ms=float(stats["50%"]), p99_ms=float(stats["99%"]),
                   ledger_requests=int(truth["requests"]), ledger_effects=int(truth["effects"]),
+                  delivered=int(truth["requests_by_delivery"].get("true", 0)),
                   ledger_rps=int(truth["requests"]) / span if span > 0 else 0.0)
 
 
@@ -133,16 +135,19 @@ def main() -> int:
         results = [measure(name, CONFIGURATIONS[name], users, seconds, args.rows, Path(scratch)) for name in names]
     base = results[0]
     print(f"{'configuration':<14}{'locust req':>11}{'fail':>6}{'locust req/s':>13}{'p50 ms':>8}{'p99 ms':>8}"
-          f"{'ledger req':>11}{'effects':>9}{'ledger req/s':>13}{'vs first':>9}")
+          f"{'ledger req':>11}{'effects':>9}{'delivered':>10}{'ledger req/s':>13}{'vs first':>9}")
     ok = True
     for result in results:
         # Every request carried its own Idempotency-Key: each must be logged and applied exactly once, and the
         # receiver saw at least what locust counted (locust's CSV totals can miss the last second of a run,
         # which is why the receiver-side rate over the ledger's own time span is printed beside it).
-        ledger_ok = result.ledger_requests == result.ledger_effects >= result.requests
+        # Every answer locust received was written to an open connection, so its row says delivered=true.
+        ledger_ok = result.ledger_requests == result.ledger_effects >= result.requests and \
+            result.delivered >= result.requests
         ok = ok and ledger_ok and result.failures == 0
         print(f"{result.name:<14}{result.requests:>11}{result.failures:>6}{result.rps:>13.1f}{result.p50_ms:>8.0f}"
-              f"{result.p99_ms:>8.0f}{result.ledger_requests:>11}{result.ledger_effects:>9}{result.ledger_rps:>13.1f}"
+              f"{result.p99_ms:>8.0f}{result.ledger_requests:>11}{result.ledger_effects:>9}{result.delivered:>10}"
+              f"{result.ledger_rps:>13.1f}"
               f"{result.ledger_rps / base.ledger_rps:>8.2f}x" + ("" if ledger_ok else "  LEDGER MISMATCH"))
     if stack == "h11+asyncio":
         print("(httptools/uvloop are not installed: full-auto and full-h11 are the same configuration, so their "

@@ -11,24 +11,26 @@ import json
 import sqlite3
 from typing import Annotated
 
-import yaml
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import JSONResponse, Response
 
-from mock_receiver.behaviour import BehaviourError, parse_behaviour
+from mock_receiver.admin_guard import AdminRoute
+from mock_receiver.behaviour import BehaviourError, load_behaviour_bytes
+from mock_receiver.documents import MAX_BYTES as MAX_BEHAVIOUR_BYTES
 from mock_receiver.engine import TERMINAL_STATES, finish_job, load_job, settle_due_jobs
-from mock_receiver.intake import Receiver, receiver_of
-from mock_receiver.ledger import Txn
+from mock_receiver.intake import Receiver, read_admin_body, receiver_of
+from mock_receiver.ledger import MAX_CLOCK_OFFSET_SECONDS, Txn
 from mock_receiver.problems import ProblemError
 
 ADMIN_PREFIX = "/_admin"
-_MAX_BEHAVIOUR_BYTES = 1_000_000
+_INT64_MAX = 2**63 - 1
 
-router = APIRouter(prefix=ADMIN_PREFIX, tags=["admin"])
+router = APIRouter(prefix=ADMIN_PREFIX, tags=["admin"], route_class=AdminRoute)
 
 Text = Annotated[str | None, Query(max_length=256)]
-After = Annotated[int | None, Query(ge=0)]
+After = Annotated[int | None, Query(ge=0, le=_INT64_MAX)]
+JobCursor = Annotated[str | None, Query(max_length=64)]
 Limit = Annotated[int, Query(ge=1, le=10_000)]
 
 
@@ -97,17 +99,18 @@ def _job_admin_view(row: dict[str, object]) -> dict[str, object]:
 
 
 @router.get("/jobs")
-async def list_jobs(request: Request, mutation_key: Text = None, resource: Text = None, state: Text = None,
-                    limit: Limit = 1000) -> dict[str, object]:
+async def list_jobs(request: Request, *, mutation_key: Text = None, resource: Text = None, state: Text = None,
+                    after_id: JobCursor = None, limit: Limit = 1000) -> dict[str, object]:
+    """Jobs in submission order; ``after_id`` is a job_id (the ``next_after`` of the previous page)."""
     receiver = receiver_of(request)
     filters = _filters(mutation_key=mutation_key, resource=resource, state=state)
 
     def work(txn: Txn) -> list[dict[str, object]]:
         _settle(receiver, txn)
-        return txn.select("jobs", filters, order="created_at", after=None, limit=limit)
+        return txn.select_jobs(filters, after_job=after_id, limit=limit)
 
     items = await receiver.ledger.run(work)
-    return {"items": [_job_admin_view(item) for item in items]}
+    return _page([_job_admin_view(item) for item in items], "job_id", limit)
 
 
 @router.get("/jobs/{job_id}")
@@ -163,15 +166,9 @@ async def get_behaviour(request: Request) -> dict[str, object]:
 async def put_behaviour(request: Request) -> Response:
     """Replace the active behaviour (JSON or YAML document); invalid input changes nothing."""
     receiver = receiver_of(request)
-    body = await request.body()
-    if len(body) > _MAX_BEHAVIOUR_BYTES:
-        return ProblemError(413, "body_too_large", "Content too large", "behaviour document too large").response()
+    body = await read_admin_body(request, MAX_BEHAVIOUR_BYTES)
     try:
-        document = yaml.safe_load(body.decode("utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError):
-        return ProblemError(422, "invalid_behaviour", "Invalid behaviour", "the body is not JSON or YAML").response()
-    try:
-        behaviour = parse_behaviour(document)
+        behaviour = load_behaviour_bytes(body, "the behaviour document")
     except BehaviourError as error:
         return ProblemError(422, "invalid_behaviour", "Invalid behaviour", str(error)).response()
     receiver.switch(behaviour)
@@ -184,12 +181,16 @@ async def get_clock(request: Request) -> dict[str, object]:
         lambda txn: {"receiver_clock": txn.now(), "offset_seconds": txn.clock_offset()})
 
 
-@router.post("/clock/advance")
-async def advance_clock(request: Request, advance: ClockAdvance) -> dict[str, object]:
+@router.post("/clock/advance", response_model=None)
+async def advance_clock(request: Request, advance: ClockAdvance) -> Response | dict[str, object]:
     """Move the receiver clock forward (jobs, receipt TTLs and fence retention follow it)."""
     receiver = receiver_of(request)
 
-    def work(txn: Txn) -> dict[str, object]:
+    def work(txn: Txn) -> Response | dict[str, object]:
+        if txn.clock_offset() + advance.seconds > MAX_CLOCK_OFFSET_SECONDS:
+            # A cap on the total, not per call: far enough for any retention, far from year 9999.
+            return ProblemError(422, "clock_out_of_range", "Unprocessable content",
+                                f"the total clock offset may not exceed {MAX_CLOCK_OFFSET_SECONDS} seconds").response()
         offset = txn.advance_clock(advance.seconds)
         _settle(receiver, txn)
         return {"receiver_clock": txn.now(), "offset_seconds": offset}
@@ -206,6 +207,8 @@ async def stats(request: Request) -> dict[str, object]:
         _settle(receiver, txn)
         conn = txn.conn
         outcomes = dict(conn.execute("SELECT outcome, count(*) FROM requests GROUP BY outcome").fetchall())
+        delivery = dict(conn.execute(
+            "SELECT response_delivered, count(*) FROM requests GROUP BY response_delivered").fetchall())
         multiple = [
             {"mutation_key": key, "effects": count} for key, count in conn.execute(
                 "SELECT mutation_key, count(*) FROM effects WHERE mutation_key IS NOT NULL "
@@ -216,6 +219,7 @@ async def stats(request: Request) -> dict[str, object]:
             "last_received_at": conn.execute("SELECT max(received_at) FROM requests").fetchone()[0],
             "effects": conn.execute("SELECT count(*) FROM effects").fetchone()[0],
             "requests_by_outcome": outcomes,
+            "requests_by_delivery": delivery,
             "mutation_keys_with_multiple_effects": multiple,
         }
 

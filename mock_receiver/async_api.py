@@ -9,6 +9,7 @@ from starlette.responses import JSONResponse, Response
 
 from mock_receiver.behaviour import AsyncSpec, Endpoint, FenceType, MutationKind
 from mock_receiver.canonical import bytes_digest, fields_digest
+from mock_receiver.delivery import tracked
 from mock_receiver.engine import (
     NewJob,
     Scope,
@@ -186,7 +187,7 @@ async def submit_job(request: Request) -> Response:
     decision = receiver.faults.decide(behaviour, Endpoint.ASYNC_SUBMIT, "POST", config.resource)
     record.rule = decision.rule_names
     return await decide_with_delays(
-        receiver, decision,
+        receiver, decision, record,
         lambda txn: _decide(txn, receiver, record, decision, config=config, submission=submission, scope=scope,
                             key=key))
 
@@ -208,5 +209,5 @@ async def get_job(request: Request) -> Response:
         lambda txn: _observe(txn, receiver, record, decision, config=config, job_id=job_id))
     if decision.delay is not None:
         await asyncio.sleep(decision.delay.seconds)
-    return response
+    return tracked(response, receiver.ledger, record)
 

@@ -11,10 +11,12 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from mock_receiver.documents import DocumentError, load_document, read_regular_file
+
 _NAME = r"^[a-z0-9][a-z0-9_.-]{0,62}$"
+_PHASE = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.:-]{1,64}$")]
 
 
 class BehaviourError(ValueError):
@@ -22,7 +24,7 @@ class BehaviourError(ValueError):
 
 
 class _Closed(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class MutationKind(StrEnum):
@@ -52,10 +54,20 @@ class SyncFence(_Closed):
     """Reject a mutation that carries no fence header (400) instead of applying it unfenced."""
     retention_seconds: float | None = Field(default=None, gt=0)
     """Keys older than this on the receiver clock are pruned; None keeps them forever."""
-    mismatch_status: Literal[409, 422] = 422
+    mismatch_status: Literal[400, 409, 422] = 422
     """Status of a same-key/different-request answer (idempotency_key: 422, fingerprint_ledger: 409)."""
+    mismatch_problem: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9_]{0,62}$")
+    """Problem slug of that answer; default idempotency_key_mismatch (idempotency_conflict for fingerprint_ledger)."""
     replay: Literal["stored_response", "conflict_with_receipt"] = "stored_response"
     """Same key + same request: replay the stored response, or answer 409 carrying the original receipt_id."""
+    in_progress: Literal["serialize", "conflict"] = "serialize"
+    """A same-key request while the first is still executing: wait for it and answer as a repeat
+    (serialize), or 409 idempotency_key_in_use at once (conflict: the key is reserved when execution starts)."""
+    save_errors: bool = False
+    """Save a 5xx answer given once execution started under the key, and replay it to a same-key retry."""
+    after_retention: Literal["reapply", "current_state"] = "reapply"
+    """A same-key repeat older than retention_seconds: a new request (reapply, a second effect) or an
+    answer with the resource's current state of the range and no effect (current_state)."""
 
 
 class RecordResults(StrEnum):
@@ -79,12 +91,12 @@ class AsyncFence(_Closed):
 
 
 class PhaseNames(_Closed):
-    pending: str = "pending"
-    running: str = "running"
-    complete: str = "complete"
-    incomplete: str = "incomplete"
-    error: str = "error"
-    cancelled: str = "cancelled"
+    pending: _PHASE = "pending"
+    running: _PHASE = "running"
+    complete: _PHASE = "complete"
+    incomplete: _PHASE = "incomplete"
+    error: _PHASE = "error"
+    cancelled: _PHASE = "cancelled"
 
     @model_validator(mode="after")
     def _distinct(self) -> PhaseNames:
@@ -249,20 +261,23 @@ def parse_behaviour(document: object) -> Behaviour:
         raise BehaviourError(f"invalid behaviour: {lines}") from None
 
 
-def load_behaviour_file(path: Path) -> Behaviour:
+def load_behaviour_bytes(data: bytes, source: str) -> Behaviour:
+    """A behaviour from raw YAML/JSON bytes (a file, or an admin request body), bounded and validated."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise BehaviourError(f"cannot read behaviour file {path}: {error.__class__.__name__}") from None
-    try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise BehaviourError(f"behaviour file {path} is not valid YAML{where}") from None
+        document = load_document(data)
+    except DocumentError as error:
+        raise BehaviourError(f"{source}: {error}") from None
     if not isinstance(document, dict):
-        raise BehaviourError(f"behaviour file {path} must contain a mapping at the top level")
+        raise BehaviourError(f"{source} must contain a mapping at the top level")
     try:
         return parse_behaviour(document)
     except BehaviourError as error:
-        raise BehaviourError(f"{path}: {error}") from None
+        raise BehaviourError(f"{source}: {error}") from None
+
+
+def load_behaviour_file(path: Path) -> Behaviour:
+    try:
+        data = read_regular_file(path)
+    except DocumentError as error:
+        raise BehaviourError(f"cannot read behaviour file: {error}") from None
+    return load_behaviour_bytes(data, f"behaviour file {path}")

@@ -20,11 +20,15 @@ from fastapi import FastAPI
 
 from mock_receiver.app import create_admin_app, create_data_app, open_receiver
 from mock_receiver.behaviour import BehaviourError, load_behaviour_file
+from mock_receiver.guard import NoTracebacks
+from mock_receiver.ledger import LedgerRefused
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Vendor-emulating REST receiver with a "
                   "durable ground-truth effect ledger.")
 
 ENDPOINTS_FILE = "endpoints.json"
+EXIT_INVALID_INPUT = 2
+EXIT_UNAVAILABLE = 3
 
 
 class Durability(StrEnum):
@@ -57,6 +61,9 @@ class _PrimaryServer(uvicorn.Server):
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         super().handle_exit(sig, frame)
+        # uvicorn re-raises a captured signal after its graceful shutdown, so the process would die by
+        # SIGTERM; a requested stop that completed cleanly is exit status 0.
+        self._captured_signals.clear()
         if self.companion is not None:
             self.companion.should_exit = True
 
@@ -69,7 +76,8 @@ def _bound_port(server: uvicorn.Server) -> int:
 
 
 def open_listener(host: str, port: int, what: str) -> socket.socket:
-    """Bind here, not in uvicorn, so an unusable address is a clear exit-2 message, not a traceback."""
+    """Bind here, not in uvicorn, so an unusable address is a clear one-line exit 3 ("unavailable": the
+    address is busy or not ours to take), not a traceback."""
     sock = None
     try:
         family, kind, proto, _, address = socket.getaddrinfo(
@@ -85,18 +93,18 @@ def open_listener(host: str, port: int, what: str) -> socket.socket:
         if sock is not None:
             sock.close()
         reason = getattr(error, "strerror", None) or error.__class__.__name__
-        raise _fail(f"cannot listen on {host}:{port} for the {what}: {reason}") from None
+        raise _fail(f"cannot listen on {host}:{port} for the {what}: {reason}", EXIT_UNAVAILABLE) from None
 
 
-def _fail(message: str) -> typer.Exit:
+def _fail(message: str, code: int = EXIT_INVALID_INPUT) -> typer.Exit:
     typer.echo(f"mock-receiver: {message}", err=True)
-    return typer.Exit(code=2)
+    return typer.Exit(code=code)
 
 
 def _config(app_: FastAPI, host: str, port: int, *, log_level: str, http: HttpImpl, loop: LoopImpl
             ) -> uvicorn.Config:
-    return uvicorn.Config(app_, host=host, port=port, log_level=log_level, access_log=False, lifespan="off",
-                          server_header=False, http=http.value, loop=loop.value)
+    return uvicorn.Config(NoTracebacks(app_), host=host, port=port, log_level=log_level, access_log=False,
+                          lifespan="off", server_header=False, http=http.value, loop=loop.value)
 
 
 async def _run(primary: _PrimaryServer, companion: _CompanionServer | None, host: str, state_dir: Path,
@@ -157,6 +165,10 @@ def serve(
         sockets.append(open_listener(host, admin_port, "admin API"))
     try:
         receiver = open_receiver(loaded, state_dir, durability=durability.value)
+    except LedgerRefused as error:
+        for sock in sockets:
+            sock.close()
+        raise _fail(f"--state-dir: {error}") from None
     except (OSError, sqlite3.Error) as error:
         for sock in sockets:
             sock.close()

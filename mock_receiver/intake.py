@@ -7,15 +7,17 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from mock_receiver.behaviour import Behaviour
+from mock_receiver.delivery import tracked
 from mock_receiver.faults import Decision, FaultBook
 from mock_receiver.ledger import Ledger, RequestRecord, Txn
 from mock_receiver.problems import ProblemError
 
 _FENCE_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:~-]{0,199}$")
+_CONTENT_LENGTH = re.compile(r"^[0-9]{1,18}$")  # ASCII digits only; 18 digits stay inside SQLite's int64
 _FILE_SUFFIXES = (".csv", ".json", ".ndjson", ".jsonl")
 
 
@@ -37,7 +39,8 @@ def receiver_of(request: Request) -> Receiver:
     return receiver
 
 
-async def decide_with_delays(receiver: Receiver, decision: Decision, decide: Callable[[Txn], Response]) -> Response:
+async def decide_with_delays(receiver: Receiver, decision: Decision, record: RequestRecord,
+                             decide: Callable[[Txn], Response]) -> Response:
     """Run the mutation decision in one ledger transaction, with the rule's delay before it (slow
     intake) or after it (committed, but the answer is late: a client read timeout then loses a
     real acknowledgement)."""
@@ -46,27 +49,54 @@ async def decide_with_delays(receiver: Receiver, decision: Decision, decide: Cal
     response = await receiver.ledger.run(decide)
     if decision.delay is not None and decision.delay.after_effect:
         await asyncio.sleep(decision.delay.seconds)
-    return response
+    return tracked(response, receiver.ledger, record)
+
+
+def client_disconnected() -> ProblemError:
+    """The client went away before its body was complete: logged, never applied, nothing delivered."""
+    return ProblemError(400, "client_disconnected", "Bad request", "the client disconnected before the body ended")
 
 
 async def read_body_bounded(request: Request, limit: int, record: RequestRecord) -> bytes:
-    """Read at most ``limit`` bytes; a larger body is a 413 before it is buffered."""
+    """Read at most ``limit`` bytes; a larger body is a 413 before it is buffered (``body_bytes`` is then
+    the declared length, which the 18-digit bound keeps inside SQLite's integer range)."""
     declared = request.headers.get("content-length")
     if declared is not None:
-        if not declared.isdigit():
+        if not _CONTENT_LENGTH.match(declared):
             raise ProblemError(400, "bad_content_length", "Bad request", "Content-Length is not a number")
         record.body_bytes = int(declared)
         if int(declared) > limit:
             raise ProblemError(413, "body_too_large", "Content too large", f"body exceeds {limit} bytes")
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
             record.body_bytes = size
-            raise ProblemError(413, "body_too_large", "Content too large", f"body exceeds {limit} bytes")
-        chunks.append(chunk)
-    record.body_bytes = size
+            if size > limit:
+                raise ProblemError(413, "body_too_large", "Content too large", f"body exceeds {limit} bytes")
+            chunks.append(chunk)
+    except ClientDisconnect:
+        record.response_delivered = "false"
+        raise client_disconnected() from None
+    return b"".join(chunks)
+
+
+async def read_admin_body(request: Request, limit: int) -> bytes:
+    """An admin request body, bounded like a data body (413 problem) and disconnect-safe."""
+    declared = request.headers.get("content-length")
+    if declared is not None and (not _CONTENT_LENGTH.match(declared) or int(declared) > limit):
+        raise ProblemError(413, "body_too_large", "Content too large", f"the body exceeds {limit} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise ProblemError(413, "body_too_large", "Content too large", f"the body exceeds {limit} bytes")
+            chunks.append(chunk)
+    except ClientDisconnect:
+        raise client_disconnected() from None
     return b"".join(chunks)
 
 
@@ -97,4 +127,4 @@ async def record_rejection(receiver: Receiver, record: RequestRecord, problem: P
     record.outcome = "rejected" if record.outcome in ("received", "rejected") else record.outcome
     record.problem = problem.slug
     await receiver.ledger.run(lambda txn: txn.record_request(record, txn.now()))
-    return problem.response()
+    return tracked(problem.response(), receiver.ledger, record)

@@ -30,6 +30,13 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 _MAX_BATCH = 256
+MAX_CLOCK_OFFSET_SECONDS = 100 * 366 * 86_400
+"""Cap on the admin clock's TOTAL offset: every receiver-clock instant stays a valid datetime."""
+LEDGER_FORMAT = "mock-receiver.ledger.v1"
+
+
+class LedgerRefused(Exception):
+    """The file exists but is not a mock-receiver ledger; it was not modified."""
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -53,7 +60,8 @@ CREATE TABLE IF NOT EXISTS requests (
     rule TEXT,
     receipt_id TEXT,
     effect_id INTEGER,
-    job_id TEXT
+    job_id TEXT,
+    response_delivered TEXT NOT NULL DEFAULT 'unknown'
 );
 CREATE INDEX IF NOT EXISTS requests_mutation_key ON requests (mutation_key);
 CREATE INDEX IF NOT EXISTS requests_idempotency_key ON requests (idempotency_key);
@@ -153,20 +161,30 @@ class RequestRecord:
     receipt_id: str | None = None
     effect_id: int | None = None
     job_id: str | None = None
+    response_delivered: str = "unknown"
+    """true: the whole answer was written to a connection still open; false: the client was gone first;
+    unknown: committed, and the process may have stopped before the answer was written."""
+    request_id: int | None = None
+    """Set by Txn.record_request; not a stored column of its own (it is the row's key)."""
 
 
-_REQUEST_COLUMNS = [item.name for item in fields(RequestRecord)]
+_REQUEST_COLUMNS = [item.name for item in fields(RequestRecord) if item.name != "request_id"]
 
 
 class Ledger:
     def __init__(self, path: Path, *, durability: str = "full") -> None:
         self.path = path
+        _refuse_foreign_database(path)
         # One connection, used only by the single writer thread (and by tests after the server stopped).
         self.conn = sqlite3.connect(path, isolation_level=None, timeout=30.0, check_same_thread=False)
         self.conn.row_factory = sqlite3.Row
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
         self.conn.executescript(SCHEMA)
+        columns = {row[1] for row in self.conn.execute("PRAGMA table_info(requests)")}
+        if "response_delivered" not in columns:  # a ledger written before the column existed
+            self.conn.execute("ALTER TABLE requests ADD COLUMN response_delivered TEXT NOT NULL DEFAULT 'unknown'")
+        self.conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('format', ?)", (LEDGER_FORMAT,))
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ledger-writer")
         self._pending: list[tuple[Callable[[Txn], Any], asyncio.Future[Any]]] = []
         self._wakeup: asyncio.Event | None = None
@@ -181,6 +199,14 @@ class Ledger:
 
     async def run(self, work: Callable[[Txn], T]) -> T:
         """Run ``work`` in the next group-committed transaction; return its result once committed."""
+        return await self._submit(work)
+
+    def enqueue(self, work: Callable[[Txn], object]) -> None:
+        """Queue ``work`` for the next group commit without waiting for it (fire and forget; a failure
+        is retrieved and dropped, it cannot affect the requests committed with it)."""
+        self._submit(work).add_done_callback(lambda done: done.cancelled() or done.exception())
+
+    def _submit(self, work: Callable[[Txn], T]) -> asyncio.Future[T]:
         loop = asyncio.get_running_loop()
         if self._loop is not loop or self._drainer is None or self._drainer.done():
             self._loop, self._wakeup = loop, asyncio.Event()
@@ -189,7 +215,7 @@ class Ledger:
         self._pending.append((work, future))
         assert self._wakeup is not None
         self._wakeup.set()
-        return await future
+        return future
 
     async def _drain(self) -> None:
         assert self._wakeup is not None and self._loop is not None
@@ -240,6 +266,27 @@ class Ledger:
     def reset_all(txn: Txn) -> None:
         for table in _TABLES:
             txn.conn.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed table names
+        txn.conn.execute("INSERT INTO meta (key, value) VALUES ('format', ?)", (LEDGER_FORMAT,))
+
+
+def _refuse_foreign_database(path: Path) -> None:
+    """Open an existing file read-only first: a database that is not ours (other tables, or a format
+    marker of something else) is refused before anything could add a table or a WAL to it."""
+    if not path.exists():
+        return
+    try:
+        probe = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error as error:
+        raise LedgerRefused(f"{path} cannot be opened read-only: {error}") from None
+    try:
+        tables = {row[0] for row in probe.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        marker = probe.execute("SELECT value FROM meta WHERE key = 'format'").fetchone() if "meta" in tables else None
+    except sqlite3.Error:
+        raise LedgerRefused(f"{path} is not an SQLite database") from None
+    finally:
+        probe.close()
+    if not tables.issubset(_TABLES) or (marker is not None and marker[0] != LEDGER_FORMAT):
+        raise LedgerRefused(f"{path} is an SQLite database that is not a mock-receiver ledger; refusing to touch it")
 
 
 class Txn:
@@ -257,6 +304,7 @@ class Txn:
         return time.time() + self.clock_offset()
 
     def advance_clock(self, seconds: float) -> float:
+        """Callers check the total against MAX_CLOCK_OFFSET_SECONDS first."""
         offset = self.clock_offset() + seconds
         self.conn.execute(
             "INSERT INTO meta (key, value) VALUES ('clock_offset', ?) "
@@ -269,7 +317,11 @@ class Txn:
         values = [received_at, *(getattr(record, name) for name in _REQUEST_COLUMNS)]
         cursor = self.conn.execute(f"INSERT INTO requests ({columns}) VALUES ({marks})", values)  # noqa: S608
         assert cursor.lastrowid is not None
+        record.request_id = cursor.lastrowid
         return cursor.lastrowid
+
+    def set_delivery(self, request_id: int, delivered: str) -> None:
+        self.conn.execute("UPDATE requests SET response_delivered = ? WHERE request_id = ?", (delivered, request_id))
 
     def fence(self, fence: str, resource: str, key: str) -> sqlite3.Row | None:
         row: sqlite3.Row | None = self.conn.execute(
@@ -284,8 +336,11 @@ class Txn:
     def put_fence(self, fence: str, resource: str, key: str, *, request_digest: str, created_at: float,
                   status: int | None, response: bytes | None, receipt_id: str | None) -> None:
         self.conn.execute(
+            # An upsert: a key reserved as executing (status NULL) is completed in place.
             "INSERT INTO fences (fence, resource, fence_key, request_digest, created_at, status, response, "
-            "receipt_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "receipt_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (fence, resource, fence_key) DO UPDATE SET "
+            "request_digest = excluded.request_digest, status = excluded.status, response = excluded.response, "
+            "receipt_id = excluded.receipt_id",
             (fence, resource, key, request_digest, created_at, status, response, receipt_id))
 
     def select(self, table: str, filters: dict[str, object], *, order: str, after: int | None,
@@ -300,6 +355,20 @@ class Txn:
         query = f"SELECT * FROM {table} {where} ORDER BY {order} LIMIT ?"  # noqa: S608 - allow-listed
         rows = self.conn.execute(query, [*values, limit]).fetchall()
         return [dict(row) for row in rows]
+
+    def select_jobs(self, filters: dict[str, object], *, after_job: str | None, limit: int
+                    ) -> list[dict[str, object]]:
+        """Jobs in insertion order, after the job named by ``after_job`` (a job_id cursor)."""
+        clauses = [f"{column} = ?" for column in filters]
+        values: list[object] = list(filters.values())
+        if after_job is not None:
+            # An unknown cursor is the end of the list, never a restart from the beginning.
+            clauses.append("rowid > coalesce((SELECT rowid FROM jobs WHERE job_id = ?), "
+                           "(SELECT coalesce(max(rowid), 0) FROM jobs))")
+            values.append(after_job)
+        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        query = f"SELECT * FROM jobs {where} ORDER BY rowid LIMIT ?"  # noqa: S608 - allow-listed columns
+        return [dict(row) for row in self.conn.execute(query, [*values, limit]).fetchall()]
 
     def applied_rows(self, resource: str, start: str | None, end: str | None) -> Sequence[bytes]:
         query = "SELECT encoded FROM rows WHERE resource = ?"

@@ -43,6 +43,27 @@ def media_essence(content_type: str | None) -> str:
     return content_type.split(";", 1)[0].strip().lower()
 
 
+def normalised_media_type(content_type: str | None) -> str | None:
+    """A media type as RFC 9110 compares it: type/subtype and parameter names case-insensitive, a
+    quoted and an unquoted value equal, the charset value case-insensitive, parameter order free."""
+    if content_type is None:
+        return None
+    essence, params = parse_options_header(content_type)
+    pairs = []
+    for name, value in params.items():
+        text_name = name.decode("latin-1").lower()
+        text_value = value.decode("latin-1")
+        pairs.append((text_name, text_value.lower() if text_name == "charset" else text_value))
+    return json.dumps([essence.decode("latin-1").lower(), sorted(pairs)])
+
+
+def normalised_coding(content_encoding: str | None) -> str | None:
+    """Content codings are case-insensitive tokens (RFC 9110 section 8.4.1); list whitespace is free."""
+    if content_encoding is None:
+        return None
+    return ",".join(part.strip().lower() for part in content_encoding.split(",") if part.strip())
+
+
 def gunzip_bounded(data: bytes, limit: int) -> bytes:
     inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
     try:
@@ -164,6 +185,14 @@ def rows_from_bytes(data: bytes, fmt: str, limits: Limits) -> tuple[list[dict[st
     return rows, fmt
 
 
+def encode_rows(rows: list[dict[str, Scalar]]) -> list[bytes]:
+    try:
+        return [encode_row(row) for row in rows]
+    except UnicodeEncodeError:
+        # JSON allows an escaped lone surrogate ("\ud800"); it is not Unicode text and has no UTF-8 form.
+        raise bad_request("invalid_unicode", "a string holds a lone surrogate") from None
+
+
 @dataclass
 class _Part:
     headers: dict[bytes, bytes] = field(default_factory=dict)
@@ -245,7 +274,7 @@ def decode_multipart(body: bytes, content_type: str, limits: Limits) -> Submissi
     if len(data) > limits.max_decoded_bytes:
         raise ProblemError(413, "decoded_too_large", "Content too large", "decoded payload too large")
     rows, fmt = rows_from_bytes(data, fmt, limits)
-    return Submission(rows=rows, encoded=[encode_row(row) for row in rows], decoded_digest=bytes_digest(data),
+    return Submission(rows=rows, encoded=encode_rows(rows), decoded_digest=bytes_digest(data),
                       media_format=f"multipart/{fmt}", scalars=scalars, filename=filename)
 
 
@@ -266,5 +295,5 @@ def decode_body(body: bytes, content_type: str | None, content_encoding: str | N
     if gzipped:
         data = gunzip_bounded(data, limits.max_decoded_bytes)
     rows, fmt = rows_from_bytes(data, fmt, limits)
-    return Submission(rows=rows, encoded=[encode_row(row) for row in rows], decoded_digest=bytes_digest(data),
+    return Submission(rows=rows, encoded=encode_rows(rows), decoded_digest=bytes_digest(data),
                       media_format=fmt)

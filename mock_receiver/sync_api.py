@@ -10,6 +10,7 @@ from starlette.responses import JSONResponse, Response
 
 from mock_receiver.behaviour import Endpoint, FenceType, MutationKind, StatusAction
 from mock_receiver.canonical import bytes_digest, fields_digest, multiset_digest, ordered_digest
+from mock_receiver.delivery import tracked
 from mock_receiver.engine import (
     EffectInput,
     Scope,
@@ -31,8 +32,8 @@ from mock_receiver.intake import (
     record_rejection,
 )
 from mock_receiver.ledger import RequestRecord, Txn
-from mock_receiver.payloads import Submission, decode_body
-from mock_receiver.problems import ProblemError
+from mock_receiver.payloads import Submission, decode_body, normalised_coding, normalised_media_type
+from mock_receiver.problems import PROBLEM_MEDIA_TYPE, ProblemError
 
 JSON_MEDIA_TYPE = "application/json"
 
@@ -65,6 +66,8 @@ class _SyncRequest:
         self.submission: Submission | None = None
         self.scope = Scope()
         self.fence_key: str | None = None
+        self.reserved = False
+        """True once phase one reserved the fence key for this request (in_progress: conflict)."""
 
     async def validate(self) -> None:
         behaviour, record, request = self.behaviour, self.record, self.request
@@ -102,44 +105,108 @@ class _SyncRequest:
     def request_digest(self, fence_type: FenceType) -> str:
         record = self.record
         if fence_type is FenceType.FINGERPRINT_LEDGER:
-            # The exact request: method, path, query, media headers and the wire body bytes.
+            # The exact request: method, path, query, media headers and the wire body bytes. Media type
+            # and content coding are compared as RFC 9110 defines them (case-insensitive tokens,
+            # parameters normalised), not as header bytes: `Application/JSON; charset="UTF-8"` is
+            # `application/json;charset=utf-8`.
             query = json.dumps(sorted(self.request.query_params.multi_items()))
             return fields_digest(self.request.method, self.request.url.path, query,
-                                 self.request.headers.get("content-type"),
-                                 self.request.headers.get("content-encoding"), record.body_digest)
+                                 normalised_media_type(self.request.headers.get("content-type")),
+                                 normalised_coding(self.request.headers.get("content-encoding")),
+                                 record.body_digest)
         # Stripe-like parameter comparison: the semantic request, not its encoding.
         return fields_digest(self.request.method, self.resource, self.scope.start, self.scope.end,
                              record.payload_digest)
+
+    def _fence_key(self) -> str | None:
+        fence = self.behaviour.sync.fence
+        if fence.type is FenceType.BARE_409:
+            return fields_digest(self.scope.start, self.scope.end, self.record.payload_digest)
+        return None if fence.type is FenceType.NONE else self.fence_key
+
+    def _live_fence(self, txn: Txn, key: str, now: float) -> tuple[sqlite3.Row | None, bool]:
+        """The stored fence row and whether it is past its retention (kept as stale for current_state)."""
+        fence = self.behaviour.sync.fence
+        existing = txn.fence(fence.type.value, self.resource, key)
+        if existing is None or fence.retention_seconds is None \
+                or existing["created_at"] + fence.retention_seconds >= now:
+            return existing, False
+        if fence.after_retention == "current_state":
+            return existing, True
+        txn.drop_fence(fence.type.value, self.resource, key)
+        return None, False
+
+    def reserve(self, txn: Txn) -> Response | None:
+        """Phase one of an ``in_progress: conflict`` fence: reserve the key as executing, or answer now
+        (409 while another request holds it; the usual repeat answers once it finished)."""
+        key = self._fence_key()
+        assert key is not None
+        now = txn.now()
+        existing, stale = self._live_fence(txn, key, now)
+        if existing is None:
+            txn.put_fence(self.behaviour.sync.fence.type.value, self.resource, key,
+                          request_digest=self.request_digest(self.behaviour.sync.fence.type), created_at=now,
+                          status=None, response=None, receipt_id=None)
+            self.reserved = True
+            return None
+        if existing["status"] is None:
+            problem = ProblemError(409, "idempotency_key_in_use", "Conflict",
+                                   "another request with this key is still executing; retry later")
+            self.record.status, self.record.outcome, self.record.problem = 409, "conflict", problem.slug
+            txn.record_request(self.record, now)
+            return problem.response()
+        return self._answer_existing(txn, existing, self.request_digest(self.behaviour.sync.fence.type), now,
+                                     stale=stale)
 
     def decide(self, txn: Txn, decision: Decision) -> Response:
         behaviour, record = self.behaviour, self.record
         assert self.submission is not None
         now = txn.now()
+        fence = behaviour.sync.fence
+        key = self._fence_key()
+        digest = self.request_digest(fence.type) if key is not None else ""
+        # A fence that saves execution errors answers a repeat from what it saved: a replay executes
+        # nothing, so no fault rule applies to it. Otherwise faults come first, as documented.
+        consult_first = fence.save_errors and not self.reserved
+        if key is not None and consult_first:
+            existing, stale = self._live_fence(txn, key, now)
+            if existing is not None:
+                return self._answer_existing(txn, existing, digest, now, stale=stale)
         if decision.status is not None and not decision.status.after_effect:
             record.status, record.outcome = decision.status.status, "fault"
             txn.record_request(record, now)
-            return fault_response(decision.status, now)
-        fence = behaviour.sync.fence
-        fence_name, fence_key, digest = fence.type.value, self.fence_key, ""
-        if fence.type is FenceType.BARE_409:
-            fence_key = fields_digest(self.scope.start, self.scope.end, record.payload_digest)
-        if fence_key is not None and fence.type is not FenceType.NONE:
-            digest = self.request_digest(fence.type)
-            existing = txn.fence(fence_name, self.resource, fence_key)
-            if existing is not None and fence.retention_seconds is not None \
-                    and existing["created_at"] + fence.retention_seconds < now:
-                txn.drop_fence(fence_name, self.resource, fence_key)
-                existing = None
+            response = fault_response(decision.status, now)
+            if key is not None and fence.save_errors and decision.status.status >= 500:
+                txn.put_fence(fence.type.value, self.resource, key, request_digest=digest, created_at=now,
+                              status=response.status_code, response=bytes(response.body), receipt_id=None)
+            elif self.reserved and key is not None:
+                txn.drop_fence(fence.type.value, self.resource, key)  # not executed: the key is free again
+            return response
+        if key is not None and not consult_first and not self.reserved:
+            existing, stale = self._live_fence(txn, key, now)
             if existing is not None:
-                return self._answer_existing(txn, existing, digest, now)
-        return self._apply(txn, decision, fence_name=fence_name, fence_key=fence_key, digest=digest, now=now)
+                return self._answer_existing(txn, existing, digest, now, stale=stale)
+        return self._apply(txn, decision, fence_name=fence.type.value, fence_key=key, digest=digest, now=now)
 
-    def _answer_existing(self, txn: Txn, stored: sqlite3.Row, digest: str, now: float) -> Response:
+    def _current_state(self, txn: Txn, now: float) -> Response:
+        """AIP-155 style answer to a stale duplicate: the range as it is now, no receipt, no effect."""
+        rows = txn.applied_rows(self.resource, self.scope.start, self.scope.end)
+        self.record.status, self.record.outcome = 200, "current_state"
+        txn.record_request(self.record, now)
+        return JSONResponse({"resource": self.resource, "range_start": self.scope.start,
+                             "range_end": self.scope.end, "row_count": len(rows),
+                             "content_digest": multiset_digest(rows)},
+                            headers={"Idempotent-Replayed": "current-state"})
+
+    def _answer_existing(self, txn: Txn, stored: sqlite3.Row, digest: str, now: float, *,
+                         stale: bool = False) -> Response:
         record, fence = self.record, self.behaviour.sync.fence
         if fence.type is FenceType.BARE_409:
             record.status, record.outcome = 409, "duplicate"
             txn.record_request(record, now)
             return Response(status_code=409)
+        if stored["request_digest"] == digest and stale:
+            return self._current_state(txn, now)
         if stored["request_digest"] == digest and fence.replay == "conflict_with_receipt":
             duplicate = ProblemError(409, "duplicate_submission", "Duplicate submission",
                                      "this key and request were already applied",
@@ -151,10 +218,11 @@ class _SyncRequest:
         if stored["request_digest"] == digest:
             record.status, record.outcome, record.receipt_id = stored["status"], "replayed", stored["receipt_id"]
             txn.record_request(record, now)
-            return Response(content=stored["response"], status_code=stored["status"],
-                            media_type=JSON_MEDIA_TYPE, headers={"Idempotent-Replayed": "true"})
-        slug = ("idempotency_conflict" if fence.type is FenceType.FINGERPRINT_LEDGER
-                else "idempotency_key_mismatch")
+            media = JSON_MEDIA_TYPE if stored["status"] < 400 else PROBLEM_MEDIA_TYPE
+            return Response(content=stored["response"], status_code=stored["status"], media_type=media,
+                            headers={"Idempotent-Replayed": "true"})
+        default = "idempotency_conflict" if fence.type is FenceType.FINGERPRINT_LEDGER else "idempotency_key_mismatch"
+        slug = fence.mismatch_problem or default
         problem = ProblemError(fence.mismatch_status, slug, "Idempotency key reused",
                                "the key was first used with a different request")
         record.status, record.outcome, record.problem = problem.status, "conflict", slug
@@ -189,12 +257,18 @@ class _SyncRequest:
         if records is not None:
             body["records"] = records
         encoded_body = json.dumps(body, separators=(",", ":")).encode("utf-8")
+        answer = Response(content=encoded_body, status_code=success_status, media_type=JSON_MEDIA_TYPE)
+        if decision.status is not None:
+            answer = fault_response(decision.status, now)
+        # The fence keeps the true success response (a same-key resend then proves the application),
+        # unless it saves execution errors as the vendor does: then the 5xx actually sent is what it keeps.
+        stored = answer if behaviour.sync.fence.save_errors and answer.status_code >= 500 else None
         if fence_key is not None and fence_name != FenceType.NONE.value:
             txn.put_fence(fence_name, self.resource, fence_key, request_digest=digest, created_at=now,
-                          status=success_status, response=encoded_body, receipt_id=receipt_id)
-        if decision.status is not None:
-            return fault_response(decision.status, now)
-        return Response(content=encoded_body, status_code=success_status, media_type=JSON_MEDIA_TYPE)
+                          status=stored.status_code if stored else success_status,
+                          response=bytes(stored.body) if stored else encoded_body,
+                          receipt_id=None if stored else receipt_id)
+        return answer
 
 
 async def submit_batch(request: Request) -> Response:
@@ -208,7 +282,12 @@ async def submit_batch(request: Request) -> Response:
         return await record_rejection(receiver, record, problem)
     decision = receiver.faults.decide(intake.behaviour, Endpoint.SYNC_SUBMIT, request.method, intake.resource)
     record.rule = decision.rule_names
-    return await decide_with_delays(receiver, decision, lambda txn: intake.decide(txn, decision))
+    fence = intake.behaviour.sync.fence
+    if fence.in_progress == "conflict" and fence.type is FenceType.IDEMPOTENCY_KEY and intake.fence_key is not None:
+        early = await receiver.ledger.run(intake.reserve)
+        if early is not None:
+            return tracked(early, receiver.ledger, record)
+    return await decide_with_delays(receiver, decision, record, lambda txn: intake.decide(txn, decision))
 
 
 async def resource_summary(request: Request) -> Response:

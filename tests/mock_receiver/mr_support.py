@@ -31,6 +31,8 @@ from mock_receiver.behaviour import Behaviour, load_behaviour_file, parse_behavi
 REPO = Path(__file__).resolve().parents[2]
 RECEIVERS = REPO / "scenarios" / "receivers"
 MOCK_RECEIVER_BIN = Path(sys.executable).with_name("mock-receiver")
+ADMIN_HEADERS = {"X-Restproof-Admin": "1"}
+"""Every state-changing admin request carries this header (docs/mock-receiver.md, "Admin API")."""
 
 
 def bundled(name: str) -> Behaviour:
@@ -48,7 +50,10 @@ def behaviour_with(name: str, **changes: Any) -> Behaviour:
 def client_for(behaviour: Behaviour, state_dir: Path) -> Iterator[TestClient]:
     receiver = open_receiver(behaviour, state_dir)
     try:
-        with TestClient(create_data_app(receiver, include_admin=True), raise_server_exceptions=True) as client:
+        # The admin header on every request, as every admin client sends it; the cross-site tests use a
+        # client without it.
+        with TestClient(create_data_app(receiver, include_admin=True), raise_server_exceptions=True,
+                        headers=ADMIN_HEADERS) as client:
             yield client
     finally:
         receiver.ledger.close()

@@ -17,6 +17,7 @@ pytestmark = pytest.mark.timeout(60)
 URL = "/mock/v1/resources/measurements/batches"
 RANGE = {"range_start": "2026-07-01", "range_end": "2026-07-02"}
 BOUNDARY = "b0undary"
+JSON = {"content-type": "application/json"}
 
 
 def _multipart(*parts: bytes) -> bytes:
@@ -92,13 +93,14 @@ def test_admin_behaviour_switch_validates_and_keeps_the_old_one_on_error(tmp_pat
         bad = bundled("bare-409").model_dump(mode="json")
         bad["sync"]["fence"]["type"] = "psychic"
         bad["secret_looking_field"] = "sentinel-value-XYZ"
-        response = client.put("/_admin/behaviour", content=json.dumps(bad))
+        response = client.put("/_admin/behaviour", content=json.dumps(bad), headers=JSON)
         assert response.status_code == 422
         assert response.headers["content-type"] == "application/problem+json"
         assert "sentinel-value-XYZ" not in response.text
         assert client.get("/_admin/behaviour").json()["name"] == "stripe-like"
-        assert client.put("/_admin/behaviour", content=b"{unclosed").status_code == 422
-        good = client.put("/_admin/behaviour", content=json.dumps(bundled("bare-409").model_dump(mode="json")))
+        assert client.put("/_admin/behaviour", content=b"{unclosed", headers=JSON).status_code == 422
+        good = client.put("/_admin/behaviour", content=json.dumps(bundled("bare-409").model_dump(mode="json")),
+                          headers=JSON)
         assert good.status_code == 200
         assert client.get("/_admin/behaviour").json()["name"] == "bare-409"
         assert client.get("/_admin/health").json()["behaviour"] == "bare-409"

@@ -21,7 +21,13 @@ def _rule(action: dict, when: dict | None = None, name: str = "r1", endpoints=("
             "action": action}
 
 
+# The generic Idempotency-Key fence (errors not saved, concurrent requests serialised): these tests are
+# about the fault rules, not about a vendor personality.
+GENERIC_SYNC = {"fence": {"type": "idempotency_key", "retention_seconds": 86400}}
+
+
 def _with_rules(*rules: dict, **changes):
+    changes.setdefault("sync", GENERIC_SYNC)
     return behaviour_with("stripe-like", rules=list(rules), **changes)
 
 

@@ -45,15 +45,23 @@ def test_idempotency_key_replays_the_stored_response(tmp_path: Path) -> None:
         assert outcomes == ["applied", "replayed"]
 
 
-def test_idempotency_key_with_different_parameters_is_rejected_with_422(tmp_path: Path) -> None:
+def test_idempotency_key_with_different_parameters_is_an_idempotency_error(tmp_path: Path) -> None:
     with client_for(bundled("stripe-like"), tmp_path) as client:
         assert _post(client).status_code == 200
         mismatch = _post(client, rows=OTHER_ROWS)
-        assert mismatch.status_code == 422
-        assert mismatch.json()["type"].endswith("idempotency_key_mismatch")
+        assert mismatch.status_code == 400
+        assert mismatch.json()["type"].endswith("idempotency_error")
         assert "receipt_id" not in mismatch.json()
         assert len(admin_items(client, "effects")) == 1
-        assert admin_items(client, "requests", outcome="conflict")[0]["problem"] == "idempotency_key_mismatch"
+        assert admin_items(client, "requests", outcome="conflict")[0]["problem"] == "idempotency_error"
+
+
+def test_generic_idempotency_key_mismatch_defaults_to_422(tmp_path: Path) -> None:
+    behaviour = behaviour_with("stripe-like", sync={"fence": {"type": "idempotency_key"}})
+    with client_for(behaviour, tmp_path) as client:
+        assert _post(client).status_code == 200
+        mismatch = _post(client, rows=OTHER_ROWS)
+        assert mismatch.status_code == 422 and mismatch.json()["type"].endswith("idempotency_key_mismatch")
 
 
 def test_idempotency_key_binds_parameters_not_encoding(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import socket
 import subprocess
 import threading
@@ -138,13 +139,14 @@ def test_bad_cli_input_exits_2_with_a_clear_message(tmp_path: Path, args: list[s
     assert "Traceback" not in result.stderr
 
 
-def test_busy_port_and_file_state_dir_exit_2(tmp_path: Path) -> None:
+def test_busy_port_exits_3_and_file_state_dir_exits_2(tmp_path: Path) -> None:
     with socket.create_server(("127.0.0.1", 0)) as busy:
         port = busy.getsockname()[1]
         result = subprocess.run([str(MOCK_RECEIVER_BIN), "serve", "--port", str(port), "--behaviour",
                                  str(RECEIVERS / "bare-409.yaml"), "--state-dir", str(tmp_path / "s")],
                                 check=False, capture_output=True, text=True, timeout=30)
-    assert result.returncode == 2
+    assert result.returncode == 3  # "unavailable", as in the other CLIs
+    assert len(result.stderr.strip().splitlines()) == 1
     assert f"cannot listen on 127.0.0.1:{port}" in result.stderr and "Traceback" not in result.stderr
     state_file = tmp_path / "a-file"
     state_file.write_text("x")
@@ -177,3 +179,16 @@ def test_validate_command(tmp_path: Path) -> None:
                          capture_output=True, text=True, timeout=30)
     assert bad.returncode == 2
     assert "resources.m.mutation" in bad.stderr
+
+
+@pytest.mark.parametrize("admin_port", [True, False])
+def test_sigterm_stops_both_listeners_and_exits_0(tmp_path: Path, admin_port: bool) -> None:
+    server = ServerProcess(RECEIVERS / "stripe-like.yaml", tmp_path, admin_port=admin_port).start()
+    assert httpx.get(f"{server.admin_url}/_admin/health").status_code == 200
+    process = server.process
+    assert process is not None
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=20)
+    server.process = None
+    assert process.returncode == 0, stderr
+    assert "Traceback" not in stderr
