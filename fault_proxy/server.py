@@ -27,6 +27,7 @@ from fault_proxy.addon import FaultAddon
 from fault_proxy.config import HostPort, ServeConfig
 from fault_proxy.control_api import create_app
 from fault_proxy.state import ProxyState
+from fault_proxy.wire import ClientWire, install
 
 
 class _ControlServer(uvicorn.Server):
@@ -84,7 +85,9 @@ async def serve(config: ServeConfig) -> int:
     master.options.update(  # type: ignore[no-untyped-call]
         connection_strategy="lazy", stream_large_bodies=None, body_size_limit=None
     )
-    master.addons.add(FaultAddon(state))  # type: ignore[no-untyped-call]
+    wire = ClientWire()
+    install(wire)
+    master.addons.add(FaultAddon(state, wire))  # type: ignore[no-untyped-call]
     master_task = asyncio.create_task(master.run(), name="mitmproxy")
 
     uv_config = uvicorn.Config(create_app(state), log_level="warning", access_log=False, lifespan="off")
