@@ -80,7 +80,8 @@ class ClientWire:
     def current(self, connection_id: str) -> RequestRecord | None:
         return self._in_flight.get(connection_id)
 
-    def handed(self, record: RequestRecord, event: object, data: bytes) -> None:
+    @staticmethod
+    def handed(record: RequestRecord, event: object) -> None:
         if isinstance(event, ResponseHeaders):
             record.status_sent = event.response.status_code
             record.response_head_sent = True
@@ -94,26 +95,24 @@ class ClientWire:
             record.response_head_sent = True
             record.response_body_bytes_sent = len(problem_error_body(event.code))
             record.response_source = "proxy"
-        del data
-
-    def finished(self, record: RequestRecord) -> None:
-        record.reach("delivered")
 
 
 _installed: ClientWire | None = None
 
 
 def install(wire: ClientWire) -> None:
-    """Patch mitmproxy's HTTP/1 server layer for this process (idempotent, one wire per process)."""
-    global _installed  # noqa: PLW0603 - one patch per process, remembered to stay idempotent
-    if _installed is not None:
-        raise RuntimeError("fault_proxy.wire is already installed in this process")
+    """Patch mitmproxy's HTTP/1 server layer once per process; a later call swaps the wire only."""
+    global _installed  # noqa: PLW0603 - the patch is process-wide, so is the wire it reports to
+    already_patched = _installed is not None
     _installed = wire
+    if already_patched:
+        return
     _http1.make_error_response = problem_error_response
     original = _http1.Http1Server.send
 
     def send(self: _http1.Http1Server, event: Any) -> Generator[commands.Command, Any, None]:
-        record = wire.current(self.conn.id)
+        wire = _installed
+        record = wire.current(self.conn.id) if wire is not None else None
         inner = original(self, event)
         result: Any = None
         while True:
@@ -127,9 +126,9 @@ def install(wire: ClientWire) -> None:
                 and command.connection is self.conn
                 and self.conn.state & ConnectionState.CAN_WRITE
             ):
-                wire.handed(record, event, command.data)
+                ClientWire.handed(record, event)
             result = yield command
         if record is not None and isinstance(event, ResponseEndOfMessage) and record.response_head_sent:
-            wire.finished(record)
+            record.reach("delivered")
 
     _http1.Http1Server.send = send  # type: ignore[method-assign]

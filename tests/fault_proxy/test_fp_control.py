@@ -229,15 +229,16 @@ def test_cli_bad_arguments_exit_2(args: list[str], message: str) -> None:
     assert "Traceback" not in result.output
 
 
-def test_address_in_use_exits_1_with_a_clear_message(proxy: RunningProxy) -> None:
+def test_address_in_use_exits_3_unavailable_with_a_clear_message(proxy: RunningProxy) -> None:
     taken = proxy.proxy_url.removeprefix("http://")
     result = subprocess.run(
         [sys.executable, "-m", "fault_proxy", "serve", "--listen", taken, "--upstream", proxy.upstream.url,
          "--control", "127.0.0.1:0"],
         capture_output=True, text=True, timeout=30, check=False,
     )
-    assert result.returncode == 1
+    assert result.returncode == 3
     assert f"cannot listen on {taken}" in result.stderr and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
 
 
 def test_hold_at_response_then_release_delivers_the_receivers_answer(fresh: RunningProxy) -> None:

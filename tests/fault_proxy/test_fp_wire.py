@@ -84,7 +84,7 @@ def test_unreachable_upstream_gets_the_projects_problem_json_and_an_exact_record
 
 def test_unparseable_request_head_gets_problem_json_without_echo(dead_upstream_proxy: RunningProxy) -> None:
     raw = _raw_exchange(dead_upstream_proxy.proxy_url, b"GARBAGE \x00SENTINEL-9q\r\n\r\n")
-    status, headers, body = _split(raw)
+    status, headers, _ = _split(raw)
     assert status == 400 and headers["content-type"] == "application/problem+json"
     assert b"SENTINEL-9q" not in raw and b"mitmproxy" not in raw.lower()
 
