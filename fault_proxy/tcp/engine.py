@@ -185,7 +185,7 @@ class Proxy:
         if not isinstance(body, dict):
             raise bad_request("bad request body: expected a JSON object")
         stream_text = body.get("stream", Stream.DOWNSTREAM.value)
-        if stream_text not in {s.value for s in Stream}:
+        if not isinstance(stream_text, str) or stream_text not in {s.value for s in Stream}:
             raise bad_request("stream was invalid, can be either upstream or downstream")
         stream = Stream(stream_text)
         type_text = body.get("type")
