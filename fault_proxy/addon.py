@@ -40,6 +40,7 @@ from fault_proxy.rules import (
     TruncateFault,
 )
 from fault_proxy.state import ProxyState, kill_process
+from fault_proxy.wire import ClientWire
 
 _META_KEY = "fault_proxy"
 
@@ -93,8 +94,14 @@ def _problem_body(status: int) -> str:
 
 
 class FaultAddon:
-    def __init__(self, state: ProxyState) -> None:
+    def __init__(self, state: ProxyState, wire: ClientWire) -> None:
         self.state = state
+        # What reaches the client is recorded by the wire (fault_proxy.wire), where mitmproxy
+        # writes it; the hooks here only record what the proxy saw and decided.
+        self.wire = wire
+
+    def client_disconnected(self, client: connection.Client) -> None:
+        self.wire.forget(client.id)
 
     # -- connection phase -------------------------------------------------------------------
     def client_connected(self, client: connection.Client) -> None:
@@ -118,6 +125,7 @@ class FaultAddon:
         record.query_names = sorted({name for name, _ in parse_qsl(split.query, keep_blank_values=True)})
         record.request_header_names = [name.lower() for name in request.headers]
         record.reach("request_headers")
+        self.wire.attach(flow.client_conn.id, record)
         header_names = frozenset(record.request_header_names)
         firings = self.state.rules.decide_request(request.method, split.path, header_names)
         fs = _FlowState(record, firings)
@@ -174,15 +182,12 @@ class FaultAddon:
             return
         record = fs.record
         if fs.synthetic:
-            self._mark_delivered(record, flow.response)
             return
         body = flow.response.raw_content or b""
         record.upstream_body_bytes = len(body)
         record.upstream_body_sha256 = hashlib.sha256(body).hexdigest()
         record.reach("response")
         await self._act(flow, fs, "response")
-        if flow.error is None:
-            self._mark_delivered(record, flow.response)
 
     def error(self, flow: http.HTTPFlow) -> None:
         fs = self._state_of(flow)
@@ -297,6 +302,7 @@ class FaultAddon:
         flow.response = http.Response.make(fault.status, body.encode(), headers)
         fs.synthetic = True
         fs.record.synthetic = True
+        fs.record.response_source = "fault"
         fs.record.faults.append(FaultNote(rule_id, "status", fault.phase, {"status": fault.status}))
 
     def _truncate(self, flow: http.HTTPFlow, fs: _FlowState, rule_id: str, fault: TruncateFault) -> None:
@@ -311,9 +317,3 @@ class FaultAddon:
         response.headers["connection"] = "close"
         detail: dict[str, object] = {"body_bytes": len(kept), "declared_bytes": len(body)}
         fs.record.faults.append(FaultNote(rule_id, "truncate", "response", detail))
-
-    def _mark_delivered(self, record: RequestRecord, response: http.Response) -> None:
-        record.status_sent = response.status_code
-        record.response_head_sent = True
-        record.response_body_bytes_sent = len(response.raw_content or b"")
-        record.reach("delivered")

@@ -4,13 +4,15 @@ other subcommand groups can be added to it."""
 from __future__ import annotations
 
 import asyncio
-import sys
 from typing import Annotated
 
 import typer
 
+from fault_proxy.cli_run import EXIT_INVALID, EXIT_UNAVAILABLE, fail, main_for
 from fault_proxy.config import ConfigError, build_config
 from fault_proxy.tcp.cli import tcp_app
+
+PROG = "fault-proxy"
 
 app = typer.Typer(
     name="fault-proxy",
@@ -39,7 +41,10 @@ def serve(  # noqa: PLR0917 - typer maps each option to a parameter
         bool, typer.Option(help="accept non-loopback listen/upstream/control addresses")
     ] = False,
 ) -> None:
-    """Run the proxy in front of UPSTREAM until SIGINT/SIGTERM."""
+    """Run the proxy in front of UPSTREAM until SIGINT/SIGTERM.
+
+    Exit status: 0 after SIGINT/SIGTERM, 2 invalid arguments, 3 an address cannot be bound.
+    """
     try:
         config = build_config(
             listen=listen,
@@ -50,16 +55,16 @@ def serve(  # noqa: PLR0917 - typer maps each option to a parameter
             ready_file=ready_file,
         )
     except ConfigError as exc:
-        typer.echo(f"fault-proxy: error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise fail(PROG, str(exc), EXIT_INVALID) from None
     # mitmproxy is a heavy import: load it only when serving, so --help and errors stay fast.
     from fault_proxy import server as proxy_server  # noqa: PLC0415
 
     try:
         code = asyncio.run(proxy_server.serve(config))
     except proxy_server.StartupError as exc:
-        typer.echo(f"fault-proxy: error: {exc}", err=True)
-        raise typer.Exit(1) from None
+        raise fail(PROG, str(exc), EXIT_UNAVAILABLE) from None
+    except proxy_server.ReadyFileError as exc:
+        raise fail(PROG, str(exc), EXIT_INVALID) from None
     raise typer.Exit(code)
 
 
@@ -67,4 +72,4 @@ app.add_typer(tcp_app, name="tcp")
 
 
 def main() -> None:
-    sys.exit(app())
+    main_for(app, PROG)

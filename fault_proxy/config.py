@@ -3,8 +3,16 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 from dataclasses import dataclass
 from urllib.parse import urlsplit
+
+MAX_SEED = 2**63 - 1  # the control API's POST /reset accepts the same range
+
+
+def _shown(text: str) -> str:
+    """An argument quoted in an error line, cut short: the line stays one readable line."""
+    return repr(text if len(text) <= 40 else f"{text[:40]}...")
 
 
 class ConfigError(ValueError):
@@ -46,11 +54,26 @@ def _is_loopback(host: str) -> bool:
 def parse_host_port(text: str, what: str, *, allow_zero: bool) -> HostPort:
     host, sep, port_text = text.rpartition(":")
     if not sep or not host:
-        raise ConfigError(f"{what}: expected HOST:PORT, got {text!r}")
+        raise ConfigError(f"{what}: expected HOST:PORT, got {_shown(text)}")
     host = host.strip("[]")
-    if not port_text.isdigit() or not (0 if allow_zero else 1) <= int(port_text) <= 65535:
-        raise ConfigError(f"{what}: port must be an integer in {0 if allow_zero else 1}..65535, got {port_text!r}")
+    lowest = 0 if allow_zero else 1
+    plain = port_text.isascii() and port_text.isdigit() and len(port_text) <= 5  # int() of 5,000 digits raises
+    if not plain or not lowest <= int(port_text) <= 65535:
+        raise ConfigError(f"{what}: port must be an integer in {lowest}..65535, got {_shown(port_text)}")
     return HostPort(host, int(port_text))
+
+
+def check_ready_file(path: str) -> None:
+    """Refuse a ready file that cannot be written, before any port is bound."""
+    if not path or "\x00" in path:
+        raise ConfigError("--ready-file: empty path or NUL character")
+    parent = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise ConfigError(f"--ready-file: {_shown(path)} is a directory")
+    if not os.path.isdir(parent):
+        raise ConfigError(f"--ready-file: directory {_shown(parent)} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ConfigError(f"--ready-file: directory {_shown(parent)} is not writable")
 
 
 def build_config(
@@ -66,13 +89,13 @@ def build_config(
     control_hp = parse_host_port(control, "--control", allow_zero=True)
     parts = urlsplit(upstream)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigError(f"--upstream: expected http://HOST:PORT or https://HOST:PORT, got {upstream!r}")
+        raise ConfigError(f"--upstream: expected http://HOST:PORT or https://HOST:PORT, got {_shown(upstream)}")
     if parts.path not in ("", "/") or parts.query or parts.fragment or parts.username or parts.password:
         raise ConfigError("--upstream: give scheme, host and port only (no path, query or credentials)")
     try:
         port = parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError:
-        raise ConfigError(f"--upstream: invalid port in {upstream!r}") from None
+        raise ConfigError(f"--upstream: invalid port in {_shown(upstream)}") from None
     upstream_hp = HostPort(parts.hostname, port)
     if not allow_non_loopback:
         for flag, hp in (("--listen", listen_hp), ("--upstream", upstream_hp), ("--control", control_hp)):
@@ -84,6 +107,8 @@ def build_config(
         raise ConfigError("--control must differ from --listen")
     if (upstream_hp.host, upstream_hp.port) in {(control_hp.host, control_hp.port)}:
         raise ConfigError("--upstream must not point at the control API")
-    if seed < 0:
-        raise ConfigError("--seed must be >= 0")
+    if not 0 <= seed <= MAX_SEED:
+        raise ConfigError(f"--seed must be in 0..{MAX_SEED}")
+    if ready_file is not None:
+        check_ready_file(ready_file)
     return ServeConfig(listen_hp, parts.scheme, upstream_hp, control_hp, seed, ready_file)

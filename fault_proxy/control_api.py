@@ -1,6 +1,11 @@
 """Control API: a small JSON API on its own port (never reachable through the proxy port).
 
 Errors are RFC 9457 problem documents (``application/problem+json``) with a stable ``type``.
+
+Every request passes ``fault_proxy.api_guards`` first: bounded JSON bodies, a foreign ``Origin``
+refused, and every state-changing request (anything but GET/HEAD/OPTIONS) must carry
+``X-Restproof-Admin: 1``, a header a web page cannot add to a cross-site request without a CORS
+preflight this API never grants. A page open in the operator's browser cannot reset the log.
 """
 
 from __future__ import annotations
@@ -9,11 +14,12 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from fault_proxy.rules import DuplicateRuleError, RuleSpec
+from fault_proxy.api_guards import GuardMiddleware, GuardPolicy
+from fault_proxy.rules import DuplicateRuleError, RuleLimitError, RuleSpec
 from fault_proxy.state import ProxyState
 
 PROBLEM = "application/problem+json"
@@ -36,6 +42,11 @@ def _problem(status: int, kind: str, title: str, detail: str, **extra: Any) -> J
     return JSONResponse(body, status_code=status, media_type=PROBLEM)
 
 
+def _render_refusal(status: int, kind: str, detail: str) -> Response:
+    titles = {403: "Forbidden", 413: "Body too large", 415: "Unsupported media type"}
+    return _problem(status, kind, titles.get(status, "Invalid input"), detail)
+
+
 def _validation_errors(exc: RequestValidationError) -> list[dict[str, object]]:
     # Echo locations and messages only, never the submitted input (it may hold anything).
     return [
@@ -46,6 +57,7 @@ def _validation_errors(exc: RequestValidationError) -> list[dict[str, object]]:
 
 def create_app(state: ProxyState) -> FastAPI:
     app = FastAPI(title="fault-proxy control API", docs_url=None, redoc_url=None, openapi_url="/openapi.json")
+    app.add_middleware(GuardMiddleware, policy=GuardPolicy(render=_render_refusal, require_admin_header=True))
 
     @app.exception_handler(RequestValidationError)
     async def _on_invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -82,19 +94,21 @@ def create_app(state: ProxyState) -> FastAPI:
             rule = state.rules.add(spec)
         except DuplicateRuleError as exc:
             raise ProblemError(409, "duplicate-rule", "Duplicate rule id", str(exc)) from None
+        except RuleLimitError as exc:
+            raise ProblemError(409, "rule-limit", "Too many rules", str(exc)) from None
         return rule.to_json()
 
     @app.get("/rules/{rule_id}")
     async def get_rule(rule_id: str) -> dict[str, object]:
         rule = state.rules.get(rule_id)
         if rule is None:
-            raise ProblemError(404, "unknown-rule", "Unknown rule", f"no rule {rule_id!r}")
+            raise ProblemError(404, "unknown-rule", "Unknown rule", "no rule with that id")
         return rule.to_json()
 
     @app.delete("/rules/{rule_id}", status_code=204)
     async def delete_rule(rule_id: str) -> None:
         if not state.rules.delete(rule_id):
-            raise ProblemError(404, "unknown-rule", "Unknown rule", f"no rule {rule_id!r}")
+            raise ProblemError(404, "unknown-rule", "Unknown rule", "no rule with that id")
 
     @app.delete("/rules", status_code=204)
     async def clear_rules() -> None:
@@ -107,6 +121,7 @@ def create_app(state: ProxyState) -> FastAPI:
 
     @app.get("/log")
     async def read_log(since: int = 0) -> dict[str, object]:
+        """Entries with ``seq`` strictly greater than ``since`` (exclusive: pass the last seq seen)."""
         if since < 0:
             raise ProblemError(400, "invalid-input", "Invalid input", "since must be >= 0")
         records = state.log.since(since)
@@ -138,5 +153,5 @@ def create_app(state: ProxyState) -> FastAPI:
 def _decide(state: ProxyState, hold_id: str, decision: str) -> dict[str, object]:
     assert decision in ("release", "cut")
     if not state.holds.decide(hold_id, "release" if decision == "release" else "cut"):
-        raise ProblemError(404, "unknown-hold", "Unknown held request", f"no held request {hold_id!r}")
+        raise ProblemError(404, "unknown-hold", "Unknown held request", "no held request with that id")
     return {"hold_id": hold_id, "decision": decision}

@@ -9,6 +9,10 @@ from typing import Any
 
 import httpx
 
+# Every state-changing call of the control API must carry this header (the API refuses it
+# otherwise, so a web page cannot drive it); sending it on reads too is harmless.
+ADMIN_HEADERS = {"X-Restproof-Admin": "1"}
+
 
 class ControlError(RuntimeError):
     """The control API refused a call; carries the problem document (never the submitted input)."""
@@ -23,7 +27,7 @@ class ControlClient:
     def __init__(self, base_url: str, timeout: float = 10.0) -> None:
         if "://" not in base_url:
             base_url = f"http://{base_url}"
-        self._http = httpx.Client(base_url=base_url, timeout=timeout)
+        self._http = httpx.Client(base_url=base_url, timeout=timeout, headers=ADMIN_HEADERS)
 
     def __enter__(self) -> ControlClient:
         return self
@@ -71,6 +75,7 @@ class ControlClient:
         return result
 
     def log(self, since: int = 0) -> list[dict[str, Any]]:
+        """Entries with ``seq`` > ``since`` (exclusive: pass the last ``seq`` already read)."""
         result: list[dict[str, Any]] = self._call("GET", "/log", params={"since": since})["entries"]
         return result
 

@@ -57,6 +57,9 @@ class RequestRecord:
     response_body_bytes_sent: int = 0
     response_head_sent: bool = False
     synthetic: bool = False
+    # Who produced the answer handed to the client: "upstream" (the receiver's), "fault" (a status
+    # fault's), "proxy" (the proxy's own problem+json, e.g. upstream unreachable), None (no answer).
+    response_source: str | None = None
     faults: list[FaultNote] = field(default_factory=list)
     error: str | None = None
     timestamps: dict[str, float] = field(default_factory=dict)

@@ -2,6 +2,8 @@
 
 A rule is validated with pydantic (closed models, ``extra="forbid"``) so the control API can
 answer bad input with a stable 4xx problem document instead of failing later inside a hook.
+Every string and list is bounded, and so is the number of rules: each request is matched against
+all of them on the proxy's single event loop.
 """
 
 from __future__ import annotations
@@ -13,7 +15,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+
+from fault_proxy.path_regex import PathRegex, PathRegexError
+
+MAX_RULES = 1000
+MAX_PATTERN_CHARS = 1024
+MAX_NAMES = 32
+MAX_NAME_CHARS = 128
+MAX_HEADER_VALUE_CHARS = 4096
+_HeaderName = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS)]
 
 _TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 _RULE_ID = r"^[A-Za-z0-9_.-]{1,64}$"
@@ -28,11 +39,20 @@ class _Closed(BaseModel):
 class Match(_Closed):
     """Which requests a rule applies to. Every given criterion must hold (logical AND)."""
 
-    method: str | None = Field(default=None, description="HTTP method, case-insensitive")
-    path: str | None = Field(default=None, description="glob on the path without query (fnmatch, case-sensitive)")
-    path_regex: str | None = Field(default=None, description="Python regex, must match the whole path")
-    headers_present: tuple[str, ...] = Field(default=(), description="header names that must be present")
-    headers_absent: tuple[str, ...] = Field(default=(), description="header names that must be absent")
+    method: str | None = Field(default=None, max_length=32, description="HTTP method, case-insensitive")
+    path: str | None = Field(
+        default=None, max_length=MAX_PATTERN_CHARS, description="glob on the path without query (fnmatch)"
+    )
+    path_regex: str | None = Field(
+        default=None, max_length=MAX_PATTERN_CHARS, description="RE2 regular expression, must match the whole path"
+    )
+    headers_present: tuple[_HeaderName, ...] = Field(
+        default=(), max_length=MAX_NAMES, description="header names that must be present"
+    )
+    headers_absent: tuple[_HeaderName, ...] = Field(
+        default=(), max_length=MAX_NAMES, description="header names that must be absent"
+    )
+    _compiled: PathRegex | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _check(self) -> Match:
@@ -45,10 +65,17 @@ class Match(_Closed):
                 raise ValueError(f"header name {name!r} is not an HTTP token")
         if self.path_regex is not None:
             try:
-                re.compile(self.path_regex)
-            except re.error as exc:
-                raise ValueError(f"path_regex does not compile: {exc}") from None
+                compiled = PathRegex(self.path_regex)
+            except PathRegexError as exc:
+                raise ValueError(f"path_regex is not a valid RE2 expression: {exc}") from None
+            self._compiled = compiled
         return self
+
+    def _regex(self) -> PathRegex:
+        if self._compiled is None:  # e.g. a copy made without running the validator
+            assert self.path_regex is not None
+            self._compiled = PathRegex(self.path_regex)
+        return self._compiled
 
     @property
     def is_empty(self) -> bool:
@@ -65,7 +92,7 @@ class Match(_Closed):
             return False
         if self.path is not None and not fnmatch.fnmatchcase(path, self.path):
             return False
-        if self.path_regex is not None and re.fullmatch(self.path_regex, path) is None:
+        if self.path_regex is not None and not self._regex().fullmatch(path):
             return False
         if any(name.lower() not in header_names for name in self.headers_present):
             return False
@@ -101,7 +128,9 @@ class StatusFault(_Closed):
     action: Literal["status"]
     phase: Literal["request"] = "request"
     status: int = Field(ge=200, le=599)
-    headers: dict[str, str] = Field(default_factory=dict)
+    headers: dict[_HeaderName, Annotated[str, Field(max_length=MAX_HEADER_VALUE_CHARS)]] = Field(
+        default_factory=dict, max_length=MAX_NAMES
+    )
     body: str | None = Field(default=None, max_length=65536, description="default: a problem+json document")
 
     @model_validator(mode="after")
@@ -191,6 +220,10 @@ class DuplicateRuleError(ValueError):
     pass
 
 
+class RuleLimitError(ValueError):
+    pass
+
+
 @dataclass
 class RuleBook:
     """Ordered rules. Decisions are reproducible: each rule draws from ``Random(f"{seed}/{rule_id}")``.
@@ -204,6 +237,8 @@ class RuleBook:
     _next_id: int = 1
 
     def add(self, spec: RuleSpec) -> Rule:
+        if len(self.rules) >= MAX_RULES:
+            raise RuleLimitError(f"at most {MAX_RULES} rules; delete some first")
         rule_id = spec.id
         if rule_id is None:
             while self.get(f"r{self._next_id}") is not None:

@@ -11,12 +11,10 @@ hook; with them the measured throughput through the proxy was about 40 % lower).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import signal
 import socket
-from collections.abc import Iterator
 
 import uvicorn
 from mitmproxy import options
@@ -24,17 +22,11 @@ from mitmproxy.addons import core, next_layer, proxyserver, tlsconfig
 from mitmproxy.master import Master
 
 from fault_proxy.addon import FaultAddon
+from fault_proxy.asgi_server import NoSignalServer
 from fault_proxy.config import HostPort, ServeConfig
 from fault_proxy.control_api import create_app
 from fault_proxy.state import ProxyState
-
-
-class _ControlServer(uvicorn.Server):
-    """uvicorn without its own signal handling: the proxy process owns SIGINT/SIGTERM."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
+from fault_proxy.wire import ClientWire, install
 
 
 def _bind(hp: HostPort) -> socket.socket:
@@ -64,6 +56,10 @@ class StartupError(RuntimeError):
     """The proxy could not start (e.g. an address in use); the message is for the operator."""
 
 
+class ReadyFileError(RuntimeError):
+    """The ready file could not be written although it was checked at start (e.g. removed since)."""
+
+
 async def serve(config: ServeConfig) -> int:
     try:
         control_sock = _bind(config.control)
@@ -84,11 +80,13 @@ async def serve(config: ServeConfig) -> int:
     master.options.update(  # type: ignore[no-untyped-call]
         connection_strategy="lazy", stream_large_bodies=None, body_size_limit=None
     )
-    master.addons.add(FaultAddon(state))  # type: ignore[no-untyped-call]
+    wire = ClientWire()
+    install(wire)
+    master.addons.add(FaultAddon(state, wire))  # type: ignore[no-untyped-call]
     master_task = asyncio.create_task(master.run(), name="mitmproxy")
 
     uv_config = uvicorn.Config(create_app(state), log_level="warning", access_log=False, lifespan="off")
-    control = _ControlServer(uv_config)
+    control = NoSignalServer(uv_config)
     control_task = asyncio.create_task(control.serve(sockets=[control_sock]), name="control-api")
 
     loop = asyncio.get_running_loop()
@@ -99,9 +97,7 @@ async def serve(config: ServeConfig) -> int:
     while not server_addon.listen_addrs() or not control.started:
         failures = [str(s.last_exception) for s in server_addon.servers if s.last_exception]
         if failures or master_task.done() or control_task.done():
-            master.shutdown()  # type: ignore[no-untyped-call]
-            control.should_exit = True
-            await asyncio.gather(master_task, control_task, return_exceptions=True)
+            await _stop(master, master_task, control, control_task)
             reason = "; ".join(failures) or "the proxy or the control API stopped during startup"
             raise StartupError(f"cannot listen on {config.listen}: {reason}")
         await asyncio.sleep(0.02)
@@ -109,14 +105,24 @@ async def serve(config: ServeConfig) -> int:
     state.listen = f"{host}:{port}"
     ready = {"proxy": state.listen, "control": state.control, "upstream": state.upstream, "pid": os.getpid()}
     if config.ready_file:
-        _write_ready(config.ready_file, ready)
+        try:
+            _write_ready(config.ready_file, ready)
+        except OSError as exc:
+            await _stop(master, master_task, control, control_task)
+            raise ReadyFileError(f"cannot write --ready-file: {exc.strerror or exc}") from None
     print(json.dumps({"event": "ready", **ready}), flush=True)
 
     await asyncio.wait(
         [asyncio.create_task(stop.wait()), master_task, control_task], return_when=asyncio.FIRST_COMPLETED
     )
     state.holds.cut_all()
+    await _stop(master, master_task, control, control_task)
+    return 0
+
+
+async def _stop(
+    master: Master, master_task: asyncio.Task[None], control: NoSignalServer, control_task: asyncio.Task[None]
+) -> None:
     control.should_exit = True
     master.shutdown()  # type: ignore[no-untyped-call]
     await asyncio.gather(master_task, control_task, return_exceptions=True)
-    return 0

@@ -3,17 +3,21 @@
 Bodies are read as raw JSON and validated by the registry rather than by FastAPI models, so a
 bad body gets Toxiproxy's `{"error": ..., "status": 400}` instead of FastAPI's 422 shape, which
 Toxiproxy clients (toxiproxy-python maps 400 to InvalidToxic) would not understand.
+
+Every request first passes `fault_proxy.api_guards` (bounded JSON bodies, browsers and foreign
+origins refused): toxiproxy-python and the Go client send no browser User-Agent, no Origin, and
+`application/json` with every body, so they pass unchanged while a web page cannot drive the API.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 
+from fault_proxy.api_guards import GuardMiddleware, GuardPolicy, Refused, parse_json
 from fault_proxy.tcp.engine import ApiError, ProxyRegistry
 
 SERVER_VERSION = "2.12.0-restproof"  # the Toxiproxy API level implemented, marked as this server
@@ -30,9 +34,13 @@ async def _json_body(request: Request, *, allow_empty: bool = False) -> Any:
             return {}
         raise ApiError(400, "bad request body: empty body")
     try:
-        return json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        raise ApiError(400, "bad request body: not valid JSON") from None
+        return parse_json(raw)
+    except Refused as refused:
+        raise ApiError(400, f"bad request body: {refused.detail}") from None
+
+
+def _render_refusal(status: int, _kind: str, detail: str) -> Response:
+    return JSONResponse({"error": detail, "status": status}, status_code=status)
 
 
 def create_app(registry: ProxyRegistry) -> FastAPI:
@@ -43,13 +51,8 @@ def create_app(registry: ProxyRegistry) -> FastAPI:
     async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
         return _error(exc)
 
-    @app.middleware("http")
-    async def _refuse_browsers(request: Request,
-                               call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        # Same guard as Toxiproxy: a web page must not drive the fault API through the browser.
-        if request.headers.get("user-agent", "").startswith("Mozilla/"):
-            return Response("User agent not allowed", status_code=403)
-        return await call_next(request)
+    # Toxiproxy's own guard (browser User-Agents get 403) plus a foreign Origin and non-JSON bodies.
+    app.add_middleware(GuardMiddleware, policy=GuardPolicy(render=_render_refusal, refuse_browsers=True))
 
     @app.get("/version")
     async def version() -> Response:

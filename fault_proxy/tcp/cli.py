@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from typing import Annotated
 
 import typer
 
+from fault_proxy.cli_run import EXIT_UNAVAILABLE, fail
 from fault_proxy.tcp.addresses import AddressError, split_host_port
 from fault_proxy.tcp.server import READY_PREFIX, ServerStartError, serve
 
@@ -38,9 +38,10 @@ def serve_command(
     seed: Annotated[int | None, typer.Option("--seed", help="Seed toxicity, jitter and slicer draws "
                                              "so a run can be reproduced.")] = None,
 ) -> None:
-    """Serve the Toxiproxy HTTP API and its proxies until interrupted.
+    """Serve the Toxiproxy HTTP API and its proxies until SIGINT/SIGTERM.
 
     Binds loopback by default; proxies created without a listen host also bind loopback.
+    Exit status: 0 after SIGINT/SIGTERM, 2 invalid arguments, 3 the API address cannot be bound.
     """
     host, port = _parse_api(api)
 
@@ -49,8 +50,6 @@ def serve_command(
         typer.echo(f"{READY_PREFIX}{url}")
 
     try:
-        with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(serve(host, port, seed=seed, on_ready=announce))
+        asyncio.run(serve(host, port, seed=seed, on_ready=announce, handle_signals=True))
     except (ServerStartError, OSError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from None
+        raise fail("fault-proxy tcp", str(exc), EXIT_UNAVAILABLE) from None

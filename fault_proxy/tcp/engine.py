@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import re
 from typing import Any
 
 from fault_proxy.tcp.addresses import LOOPBACK, AddressError, join_host_port, split_host_port
@@ -19,6 +20,21 @@ from fault_proxy.tcp.toxics import (
     ToxicType,
     parse_attributes,
 )
+
+# Bounds on what one API client can make the server hold. Toxiproxy has none; without them one
+# request could make the server bind thousands of sockets or dial itself without end.
+MAX_PROXIES = 1000
+MAX_TOXICS_PER_PROXY = 100
+MAX_CONNECTIONS_PER_PROXY = 512
+# Names end up in URL paths (toxiproxy-python and the Go client insert them without encoding), so
+# only names that stay one path segment unencoded are accepted: no "/", "?", "#", "%" or space.
+_NAME = re.compile(r"[A-Za-z0-9_.~:-]{1,128}")
+
+
+def check_name(name: object, what: str) -> str:
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or name in (".", ".."):
+        raise bad_request(f"bad request body: {what} must be 1-128 characters from A-Z a-z 0-9 _ . ~ : -")
+    return name
 
 
 class ApiError(Exception):
@@ -87,8 +103,13 @@ class Proxy:
         try:
             self._server = await asyncio.start_server(self._accept, host, port)
         except OSError as exc:
-            raise ApiError(500, f"listen tcp {self.listen}: {exc.strerror or exc}") from None
+            # Toxiproxy answers 500 here; the address is the client's input, so this is a 400.
+            raise ApiError(400, f"listen tcp {join_host_port(host, port)}: {exc.strerror or 'cannot listen'}") from None
         bound = self._server.sockets[0].getsockname()
+        if split_host_port(self.upstream) == (host, bound[1]):
+            self._server.close()
+            self._server = None
+            raise bad_request("upstream is the proxy's own listen address: it would dial itself")
         self.listen = join_host_port(host, bound[1])
         self.enabled = True
 
@@ -119,11 +140,14 @@ class Proxy:
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         sequence = self._accepted
         self._accepted += 1
+        if len(self._connections) >= MAX_CONNECTIONS_PER_PROXY:
+            writer.close()  # bounds a proxy whose upstream leads back to itself
+            return
         set_no_delay(writer)
         host, port = split_host_port(self.upstream)
         try:
             upstream = await asyncio.open_connection(host, port)
-        except OSError:
+        except (OSError, ValueError):
             writer.close()  # Toxiproxy closes the client when the upstream cannot be reached
             return
         if not self.enabled:  # disabled while we were dialling
@@ -161,18 +185,18 @@ class Proxy:
         if not isinstance(body, dict):
             raise bad_request("bad request body: expected a JSON object")
         stream_text = body.get("stream", Stream.DOWNSTREAM.value)
-        if stream_text not in {s.value for s in Stream}:
+        if not isinstance(stream_text, str) or stream_text not in {s.value for s in Stream}:
             raise bad_request("stream was invalid, can be either upstream or downstream")
         stream = Stream(stream_text)
         type_text = body.get("type")
-        name = body.get("name") or f"{type_text}_{stream.value}"
-        if not isinstance(name, str):
-            raise bad_request("bad request body: name must be a string")
-        if type_text not in {t.value for t in ToxicType}:
+        if not isinstance(type_text, str) or type_text not in {t.value for t in ToxicType}:
             raise bad_request("invalid toxic type")
+        name = check_name(body.get("name") or f"{type_text}_{stream.value}", "toxic name")
         toxic_type = ToxicType(type_text)
         if any(t.name == name for t in self.toxics):
             raise ApiError(409, "toxic already exists")
+        if len(self.toxics) >= MAX_TOXICS_PER_PROXY:
+            raise bad_request(f"bad request body: a proxy holds at most {MAX_TOXICS_PER_PROXY} toxics")
         toxicity = _parse_toxicity(body.get("toxicity", 1.0))
         try:
             attributes = parse_attributes(toxic_type, body.get("attributes"))
@@ -211,7 +235,7 @@ class Proxy:
 def _parse_toxicity(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise bad_request("bad request body: toxicity must be a number")
-    if not 0.0 <= float(value) <= 1.0:
+    if not 0 <= value <= 1:  # compared before float(): float() of a huge integer overflows
         raise bad_request("bad request body: toxicity must be between 0 and 1")
     return float(value)
 
@@ -246,6 +270,8 @@ class ProxyRegistry:
             if existing.listen == listen and existing.upstream == upstream:
                 return existing
             await self.delete(name)
+        elif len(self.proxies) >= MAX_PROXIES:
+            raise bad_request(f"bad request body: at most {MAX_PROXIES} proxies")
         proxy = Proxy(name, listen, upstream, self.randomness)
         if enabled:
             await proxy.start()
@@ -272,11 +298,13 @@ class ProxyRegistry:
     async def populate(self, body: Any) -> list[Proxy]:
         if not isinstance(body, list):
             raise bad_request("bad request body: expected a JSON array of proxies")
+        if len(body) > MAX_PROXIES:
+            raise bad_request(f"bad request body: at most {MAX_PROXIES} proxies")
         seen: set[str] = set()
         for index, item in enumerate(body, start=1):  # validate everything before changing anything
             name, listen, upstream, _ = _parse_proxy_body(item, position=index)
             if name in seen:
-                raise bad_request(f"duplicate proxy name {name!r}")
+                raise bad_request(f"duplicate proxy name {name}")
             seen.add(name)
             validate_addresses(listen, upstream)
         return [await self.create(item, replace_changed=True) for item in body]
@@ -304,6 +332,7 @@ def _parse_proxy_body(body: Any, position: int | None = None) -> tuple[str, str,
         enabled = True
     if not isinstance(name, str) or not name:
         raise bad_request(f"missing required field: name{where}")
+    check_name(name, f"proxy name{where}")
     if not isinstance(upstream, str) or not upstream:
         raise bad_request(f"missing required field: upstream{where}")
     if not isinstance(listen, str) or not isinstance(enabled, bool):

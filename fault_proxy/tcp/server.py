@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import socket
 import threading
 from collections.abc import Callable
 
 import uvicorn
 
+from fault_proxy.asgi_server import NoSignalServer
 from fault_proxy.tcp.api import create_app
 from fault_proxy.tcp.engine import ProxyRegistry
 
@@ -27,17 +29,24 @@ class ServerStartError(RuntimeError):
 
 async def serve(host: str, port: int, *, seed: int | None = None,
                 on_ready: Callable[[str], None] | None = None,
-                stop_event: asyncio.Event | None = None) -> None:
-    """Serve the Toxiproxy API on host:port until cancelled, `stop_event` is set or a signal.
+                stop_event: asyncio.Event | None = None, handle_signals: bool = False) -> None:
+    """Serve the Toxiproxy API on host:port until cancelled or `stop_event` is set.
 
     `on_ready` receives the API URL once the socket is bound (port 0 resolves to the real port).
+    `handle_signals` (main thread only): SIGINT/SIGTERM set the stop event, so the process ends
+    normally (exit 0) after closing every proxy.
     """
     # Bind here rather than inside uvicorn: uvicorn turns a bind failure into sys.exit(1) from a
     # task, while an OSError raised here reaches the caller as a clear error.
     listener = _bind(host, port)
     registry = ProxyRegistry(seed=seed)
     config = uvicorn.Config(create_app(registry), log_level="warning", lifespan="off", access_log=False)
-    server = uvicorn.Server(config)
+    server = NoSignalServer(config)
+    if handle_signals:
+        stop_event = stop_event or asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop_event.set)
     task = asyncio.create_task(server.serve(sockets=[listener]))
     try:
         while not server.started:

@@ -40,6 +40,9 @@ class ToxicType(StrEnum):
     LIMIT_DATA = "limit_data"
 
 
+INT64_MAX = 2**63 - 1  # Toxiproxy's attributes are Go int64: larger values are refused there too
+
+
 class _Attributes(BaseModel):
     # Unknown attributes are ignored (Toxiproxy's JSON decoder does the same); values are strict
     # integers because Toxiproxy rejects "100" or 1.5 for an int64 field.
@@ -47,30 +50,30 @@ class _Attributes(BaseModel):
 
 
 class LatencyAttributes(_Attributes):
-    latency: int = Field(0, ge=0, description="milliseconds added to every chunk")
-    jitter: int = Field(0, ge=0, description="+/- milliseconds, uniformly drawn per chunk")
+    latency: int = Field(0, ge=0, le=INT64_MAX, description="milliseconds added to every chunk")
+    jitter: int = Field(0, ge=0, le=INT64_MAX, description="+/- milliseconds, uniformly drawn per chunk")
 
 
 class BandwidthAttributes(_Attributes):
-    rate: int = Field(0, ge=0, description="KB/s (1 KB = 1000 bytes); 0 means unlimited")
+    rate: int = Field(0, ge=0, le=INT64_MAX, description="KB/s (1 KB = 1000 bytes); 0 means unlimited")
 
 
 class SlowCloseAttributes(_Attributes):
-    delay: int = Field(0, ge=0, description="milliseconds to hold the close back")
+    delay: int = Field(0, ge=0, le=INT64_MAX, description="milliseconds to hold the close back")
 
 
 class TimeoutAttributes(_Attributes):
-    timeout: int = Field(0, ge=0, description="milliseconds before closing; 0 holds forever")
+    timeout: int = Field(0, ge=0, le=INT64_MAX, description="milliseconds before closing; 0 holds forever")
 
 
 class ResetPeerAttributes(_Attributes):
-    timeout: int = Field(0, ge=0, description="milliseconds after the first data before the RST")
+    timeout: int = Field(0, ge=0, le=INT64_MAX, description="milliseconds after the first data before the RST")
 
 
 class SlicerAttributes(_Attributes):
-    average_size: int = Field(1, ge=1, description="average slice size in bytes")
-    size_variation: int = Field(0, ge=0, description="+/- bytes around the average")
-    delay: int = Field(0, ge=0, description="microseconds between slices")
+    average_size: int = Field(1, ge=1, le=INT64_MAX, description="average slice size in bytes")
+    size_variation: int = Field(0, ge=0, le=INT64_MAX, description="+/- bytes around the average")
+    delay: int = Field(0, ge=0, le=INT64_MAX, description="microseconds between slices")
 
     @model_validator(mode="after")
     def _variation_below_average(self) -> SlicerAttributes:
@@ -80,7 +83,7 @@ class SlicerAttributes(_Attributes):
 
 
 class LimitDataAttributes(_Attributes):
-    bytes: int = Field(0, ge=0, description="bytes passed in this direction before closing")
+    bytes: int = Field(0, ge=0, le=INT64_MAX, description="bytes passed in this direction before closing")
 
 
 ATTRIBUTE_MODELS: dict[ToxicType, type[_Attributes]] = {

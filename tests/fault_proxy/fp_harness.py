@@ -142,8 +142,10 @@ class RunningProxy:
     control: ControlClient
 
 
-def start_proxy(upstream: RecordingUpstream, seed: int = 0) -> RunningProxy:
+def start_proxy(upstream: RecordingUpstream, seed: int = 0, stderr_path: Path | None = None) -> RunningProxy:
+    """The proxy as a process; with ``stderr_path`` its stderr goes to that file (to be read after)."""
     ready = Path(tempfile.mkdtemp(prefix="fp-")) / "ready.json"
+    stderr: Any = subprocess.PIPE if stderr_path is None else stderr_path.open("wb")
     process = subprocess.Popen(
         [
             sys.executable, "-m", "fault_proxy", "serve",
@@ -151,13 +153,13 @@ def start_proxy(upstream: RecordingUpstream, seed: int = 0) -> RunningProxy:
             "--seed", str(seed), "--ready-file", str(ready),
         ],
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=stderr,
     )
     deadline = time.monotonic() + 20
     while not ready.exists():
         if process.poll() is not None or time.monotonic() > deadline:
             process.kill()
-            err = process.stderr.read().decode() if process.stderr else ""
+            err = process.stderr.read().decode() if process.stderr else (stderr_path or Path()).read_text()
             raise RuntimeError(f"fault-proxy did not start: {err[-2000:]}")
         time.sleep(0.05)
     info = json.loads(ready.read_text())

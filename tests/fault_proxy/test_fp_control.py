@@ -14,7 +14,7 @@ from fp_harness import RunningProxy, Traced, entry_for, fresh, new_test_id, prox
 from typer.testing import CliRunner
 
 from fault_proxy.cli import app
-from fault_proxy.control_client import ControlError
+from fault_proxy.control_client import ADMIN_HEADERS, ControlError
 
 __all__ = ["fresh", "proxy"]
 
@@ -176,7 +176,7 @@ def test_log_since_and_reset(fresh: RunningProxy) -> None:
 def test_bad_input_gets_problem_json(
     fresh: RunningProxy, method: str, path: str, body: Any, status: int, kind: str
 ) -> None:
-    response = httpx.request(method, f"{fresh.control_url}{path}", json=body, timeout=5)
+    response = httpx.request(method, f"{fresh.control_url}{path}", json=body, headers=ADMIN_HEADERS, timeout=5)
     assert response.status_code == status
     assert response.headers["content-type"] == "application/problem+json"
     problem = response.json()
@@ -185,7 +185,8 @@ def test_bad_input_gets_problem_json(
 
 def test_validation_problem_does_not_echo_input(fresh: RunningProxy) -> None:
     response = httpx.post(
-        f"{fresh.control_url}/rules", json={"fault": {"action": "status", "status": "SENTINEL-x"}}, timeout=5
+        f"{fresh.control_url}/rules", json={"fault": {"action": "status", "status": "SENTINEL-x"}},
+        headers=ADMIN_HEADERS, timeout=5,
     )
     assert response.status_code == 422 and "SENTINEL-x" not in response.text
     assert any("status" in e["loc"] for e in response.json()["errors"])
@@ -228,15 +229,16 @@ def test_cli_bad_arguments_exit_2(args: list[str], message: str) -> None:
     assert "Traceback" not in result.output
 
 
-def test_address_in_use_exits_1_with_a_clear_message(proxy: RunningProxy) -> None:
+def test_address_in_use_exits_3_unavailable_with_a_clear_message(proxy: RunningProxy) -> None:
     taken = proxy.proxy_url.removeprefix("http://")
     result = subprocess.run(
         [sys.executable, "-m", "fault_proxy", "serve", "--listen", taken, "--upstream", proxy.upstream.url,
          "--control", "127.0.0.1:0"],
         capture_output=True, text=True, timeout=30, check=False,
     )
-    assert result.returncode == 1
+    assert result.returncode == 3
     assert f"cannot listen on {taken}" in result.stderr and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
 
 
 def test_hold_at_response_then_release_delivers_the_receivers_answer(fresh: RunningProxy) -> None:

@@ -56,7 +56,8 @@ def test_errors_use_toxiproxy_status_codes_and_shape(api: httpx.Client, echo_ser
     no_upstream = api.post("/proxies", json={"name": "x"})
     assert no_upstream.status_code == 400
     assert no_upstream.json()["error"].startswith("missing required field")
-    assert api.post("/proxies", content=b"{not json").status_code == 400
+    assert api.post("/proxies", content=b"{not json",
+                    headers={"Content-Type": "application/json"}).status_code == 400
     bad_type = api.post("/proxies/dup/toxics", json={"type": "gremlins"})
     assert bad_type.status_code == 400
     assert bad_type.json()["error"] == "invalid toxic type"

@@ -112,7 +112,7 @@ def test_cli_reports_a_taken_port_without_a_traceback() -> None:
             [sys.executable, "-m", "fault_proxy.tcp", "serve", "--api", f"127.0.0.1:{port}"],
             check=False, capture_output=True, text=True, timeout=30,
         )
-    assert result.returncode == 1
+    assert result.returncode == 3
     assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
     assert "Traceback" not in result.stderr
 

@@ -1,0 +1,134 @@
+"""What the proxy hands to each client connection, recorded where mitmproxy writes it.
+
+Two things here need a hand on mitmproxy's HTTP/1 server layer, which no addon hook reaches:
+
+1. mitmproxy answers errors of its own (upstream unreachable, upstream closed before answering, an
+   unparseable request head) with an HTML page carrying ``Server: mitmproxy <version>`` and the
+   internal error text. ``make_error_response`` is replaced with one that answers the project's
+   problem+json: a fixed body per status, no internal text, ``Connection: close``.
+2. The request log must say what the client was handed, not what the proxy meant to send. The
+   addon's hooks run before mitmproxy writes (the ``response`` hook sees a response that a fault
+   may still drop), and mitmproxy's own error answers pass no hook at all. So ``Http1Server.send``
+   is wrapped: every ``SendData`` it yields to a writable client connection is accounted to the
+   record of the request in flight on that connection (HTTP/1: one at a time).
+
+Both are installed once per process by ``install``; the wrapper passes every command through
+unchanged, so mitmproxy behaves as before apart from the bytes of its own error answers.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Generator
+from typing import Any
+
+from mitmproxy import http
+from mitmproxy.connection import ConnectionState
+from mitmproxy.net.http import http1, status_codes
+from mitmproxy.proxy import commands
+from mitmproxy.proxy.layers.http import _http1
+from mitmproxy.proxy.layers.http._events import (
+    ResponseData,
+    ResponseEndOfMessage,
+    ResponseHeaders,
+    ResponseProtocolError,
+)
+
+from fault_proxy.request_log import RequestRecord
+
+_DETAILS = {
+    400: ("bad-request", "the request could not be parsed"),
+    502: ("upstream-error", "the proxy got no usable answer from the upstream receiver"),
+}
+
+
+def problem_error_body(status: int) -> bytes:
+    kind, detail = _DETAILS.get(status, ("proxy-error", "the proxy could not complete the exchange"))
+    document = {
+        "type": f"urn:fault-proxy:problem:{kind}",
+        "title": status_codes.RESPONSES.get(status, "Error"),
+        "status": status,
+        "detail": detail,
+    }
+    return json.dumps(document, separators=(",", ":")).encode()
+
+
+def problem_error_response(status_code: int, message: str = "") -> bytes:
+    """Replacement for mitmproxy's ``make_error_response``: ``message`` (internal text) is dropped."""
+    del message
+    response = http.Response.make(
+        status_code,
+        problem_error_body(status_code),
+        {"Content-Type": "application/problem+json", "Connection": "close"},
+    )
+    raw: bytes = http1.assemble_response(response)  # type: ignore[no-untyped-call]
+    return raw
+
+
+class ClientWire:
+    """Records, per client connection, what was handed to it for the request in flight."""
+
+    def __init__(self) -> None:
+        self._in_flight: dict[str, RequestRecord] = {}
+
+    def attach(self, connection_id: str, record: RequestRecord) -> None:
+        self._in_flight[connection_id] = record
+
+    def forget(self, connection_id: str) -> None:
+        self._in_flight.pop(connection_id, None)
+
+    def current(self, connection_id: str) -> RequestRecord | None:
+        return self._in_flight.get(connection_id)
+
+    @staticmethod
+    def handed(record: RequestRecord, event: object) -> None:
+        if isinstance(event, ResponseHeaders):
+            record.status_sent = event.response.status_code
+            record.response_head_sent = True
+            if record.response_source is None:
+                record.response_source = "upstream"
+        elif isinstance(event, ResponseData):
+            record.response_body_bytes_sent += len(event.data)
+        elif isinstance(event, ResponseProtocolError):
+            # One of mitmproxy's own error answers (rendered by problem_error_response).
+            record.status_sent = event.code
+            record.response_head_sent = True
+            record.response_body_bytes_sent = len(problem_error_body(event.code))
+            record.response_source = "proxy"
+
+
+_installed: ClientWire | None = None
+
+
+def install(wire: ClientWire) -> None:
+    """Patch mitmproxy's HTTP/1 server layer once per process; a later call swaps the wire only."""
+    global _installed  # noqa: PLW0603 - the patch is process-wide, so is the wire it reports to
+    already_patched = _installed is not None
+    _installed = wire
+    if already_patched:
+        return
+    _http1.make_error_response = problem_error_response
+    original = _http1.Http1Server.send
+
+    def send(self: _http1.Http1Server, event: Any) -> Generator[commands.Command, Any, None]:
+        wire = _installed
+        record = wire.current(self.conn.id) if wire is not None else None
+        inner = original(self, event)
+        result: Any = None
+        while True:
+            try:
+                command = inner.send(result)
+            except StopIteration:
+                break
+            if (
+                record is not None
+                and isinstance(command, commands.SendData)
+                and command.connection is self.conn
+                and self.conn.state & ConnectionState.CAN_WRITE
+            ):
+                ClientWire.handed(record, event)
+            result = yield command
+        if record is not None and isinstance(event, ResponseEndOfMessage) and record.response_head_sent:
+            record.reach("delivered")
+
+    _http1.Http1Server.send = send  # type: ignore[method-assign]
