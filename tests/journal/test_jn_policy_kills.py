@@ -1,0 +1,140 @@
+"""One test per journal safety rule that fails when that rule alone is broken (issue 14).
+
+Each test here was written against a mutant that survived the rest of the journal suite
+(tools/mutation/run.py). Where the port can reach the rule, the test goes through the port on
+both adapters. Where an adapter's SQL pre-filter or a second check in the same transaction masks
+the rule, the test calls the public pure policy function the adapters share, with the rows the
+port returned: the policy promises to decide correctly whatever superset of rows it is given
+(sink/journal/submit_policy.py), and the next adapter change may drop the other defence.
+"""
+
+from __future__ import annotations
+
+import pytest
+from conftest import JournalEnv
+from jn_builders import CAPACITY, admission, apply_fully, child, day, seal, step, submit, week_parent
+
+from sink.contracts.errors import DeliveryError, ErrorCode
+from sink.contracts.state import ExecutionState, RemoteEffect
+from sink.journal.records import GenerationKey, MutationKind, OperationRow, ScopeRange
+from sink.journal.submit_policy import check_not_stale, check_submit_permitted
+
+pytestmark = pytest.mark.timeout(60)
+
+GEN1 = GenerationKey("2026-09-01T00:00:00Z", 1)
+GEN2 = GenerationKey("2026-09-01T00:00:00Z", 2)
+APPEND_GEN = GenerationKey("2026-09-01T00:00:00Z", 0)  # appends carry no correction revision
+
+
+def _one(env: JournalEnv, key: str, start: str, end: str, *, generation: GenerationKey = GEN1,
+         kind: MutationKind = MutationKind.PARTITION_REPLACE) -> OperationRow:
+    admitted = env.journal.admit_parent(
+        admission(key, [child(0, start, end, key=f"{key}.c0", generation=generation, kind=kind)]))
+    return seal(env.journal, admitted.children[0])
+
+
+def _refused_with(env: JournalEnv, op: OperationRow, code: ErrorCode) -> None:
+    held = env.journal.capacity_status(CAPACITY).held_by_attempts
+    with pytest.raises(DeliveryError) as caught:
+        submit(env.journal, env.markers, op)
+    assert caught.value.code is code
+    assert env.journal.get_operation(op.operation_id) == op
+    assert env.journal.list_attempts(op.operation_id) == ()
+    assert env.journal.capacity_status(CAPACITY).held_by_attempts == held
+
+
+# --- generation fence: which lower overlapping effects count as "in flight" -------------------
+
+
+def test_accepted_lower_generation_with_undetermined_effect_blocks_the_higher(journal_env: JournalEnv) -> None:
+    env = journal_env
+    env.journal.configure_capacity(CAPACITY, 8)
+    low = submit(env.journal, env.markers, _one(env, "low", day(1), day(8))).operation
+    accepted = step(env.journal, low, "receipt_accepted")
+    assert (accepted.axes.execution_state, accepted.axes.remote_effect) == (
+        ExecutionState.ACCEPTED, RemoteEffect.UNDETERMINED)
+    _refused_with(env, _one(env, "high", day(3), day(5), generation=GEN2), ErrorCode.OVERLAPPING_EFFECT_IN_FLIGHT)
+
+
+def test_partially_applied_lower_generation_blocks_the_higher(journal_env: JournalEnv) -> None:
+    env = journal_env
+    env.journal.configure_capacity(CAPACITY, 8)
+    low = submit(env.journal, env.markers, _one(env, "low", day(1), day(8))).operation
+    partial = step(env.journal, step(env.journal, low, "sync_response_succeeded"), "verified_partial")
+    assert partial.axes.remote_effect is RemoteEffect.PARTIALLY_APPLIED
+    _refused_with(env, _one(env, "high", day(3), day(5), generation=GEN2), ErrorCode.OVERLAPPING_EFFECT_IN_FLIGHT)
+
+
+def test_resolved_lower_generation_does_not_block(journal_env: JournalEnv) -> None:
+    """The other side of the fence: a lower effect proven FULLY_APPLIED is no longer in flight."""
+    env = journal_env
+    env.journal.configure_capacity(CAPACITY, 8)
+    apply_fully(env.journal, env.markers, _one(env, "low", day(1), day(8)))
+    high = _one(env, "high", day(3), day(5), generation=GEN2)
+    assert submit(env.journal, env.markers, high).operation.axes.execution_state is ExecutionState.SUBMITTING
+
+
+# --- append rule: only an applied APPEND blocks an append -----------------------------------------
+
+
+def test_append_over_a_fully_applied_replace_is_permitted(journal_env: JournalEnv) -> None:
+    env = journal_env
+    env.journal.configure_capacity(CAPACITY, 8)
+    apply_fully(env.journal, env.markers, _one(env, "replace", day(1), day(8), generation=APPEND_GEN))
+    append = _one(env, "append", day(1), day(8), generation=APPEND_GEN, kind=MutationKind.INCREMENTAL_APPEND)
+    assert submit(env.journal, env.markers, append).operation.axes.execution_state is ExecutionState.SUBMITTING
+
+
+def test_append_next_to_an_unsubmitted_append_is_permitted(journal_env: JournalEnv) -> None:
+    env = journal_env
+    env.journal.configure_capacity(CAPACITY, 8)
+    _one(env, "append-1", day(1), day(8), generation=APPEND_GEN, kind=MutationKind.INCREMENTAL_APPEND)  # never sent
+    second = _one(env, "append-2", day(1), day(8), generation=APPEND_GEN, kind=MutationKind.INCREMENTAL_APPEND)
+    assert submit(env.journal, env.markers, second).operation.axes.execution_state is ExecutionState.SUBMITTING
+
+
+# --- the policy filters by overlap itself, whatever rows the adapter passed -----------------------
+
+
+def test_policy_ignores_non_overlapping_rows_it_is_given(journal_env: JournalEnv) -> None:
+    env = journal_env
+    env.journal.configure_capacity(CAPACITY, 8)
+    january = _one(env, "jan", day(1), day(8))
+    february_high = _one(env, "feb", day(8), day(15), generation=GEN2)
+    in_flight = submit(env.journal, env.markers, _one(env, "feb-flight", day(8), day(15), generation=GEN2)).operation
+    rows = [january, february_high, in_flight]
+    # A higher generation and an in-flight effect that only TOUCH January's half-open scope.
+    check_not_stale(january.operation_id, january.descriptor, rows, [])
+    check_submit_permitted(january.operation_id, january.descriptor, rows, [])
+
+
+def test_policy_stale_check_does_not_stop_at_the_candidates_own_row(journal_env: JournalEnv) -> None:
+    env = journal_env
+    low = _one(env, "low", day(1), day(8))
+    high = _one(env, "high", day(3), day(5), generation=GEN2)
+    for rows in ([low, high], [high, low]):
+        with pytest.raises(DeliveryError) as caught:
+            check_not_stale(low.operation_id, low.descriptor, rows, [])
+        assert caught.value.code is ErrorCode.STALE_GENERATION
+
+
+def test_policy_refuses_a_higher_generation_applied_in_the_interval_map_alone(journal_env: JournalEnv) -> None:
+    """The interval map outlives operation rows (retention, compaction): it is a rule on its own."""
+    env = journal_env
+    low = _one(env, "low", day(1), day(8))
+    applied_high = [(ScopeRange(day(5), day(6)), GEN2)]
+    with pytest.raises(DeliveryError) as caught:
+        check_submit_permitted(low.operation_id, low.descriptor, [low], applied_high)
+    assert caught.value.code is ErrorCode.STALE_GENERATION
+    # The same generation applied there is not stale; neither is a higher one elsewhere.
+    check_submit_permitted(low.operation_id, low.descriptor, [low], [(ScopeRange(day(5), day(6)), GEN1)])
+    check_submit_permitted(low.operation_id, low.descriptor, [low], [(ScopeRange(day(8), day(9)), GEN2)])
+
+
+def test_week_parent_children_never_fence_each_other(journal_env: JournalEnv) -> None:
+    """Adjacent children of one parent touch but do not overlap: all of them may be in flight."""
+    env = journal_env
+    env.journal.configure_capacity(CAPACITY, 8)
+    children = [seal(env.journal, c) for c in env.journal.admit_parent(week_parent("weeks")).children]
+    for op in children:
+        assert submit(env.journal, env.markers, op).operation.axes.execution_state is ExecutionState.SUBMITTING
