@@ -10,13 +10,21 @@ port returned: the policy promises to decide correctly whatever superset of rows
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from conftest import JournalEnv
-from jn_builders import CAPACITY, admission, apply_fully, child, day, seal, step, submit, week_parent
+from jn_builders import CAPACITY, admission, apply_fully, child, day, seal, step, submit, take_lease, week_parent
 
+from sink.bounded_yaml import load_bounded_yaml_file
 from sink.contracts.errors import DeliveryError, ErrorCode
 from sink.contracts.state import ExecutionState, RemoteEffect
-from sink.journal.records import GenerationKey, MutationKind, OperationRow, ScopeRange
+from sink.design.query import BUNDLED_CONTRACT, DesignContract
+from sink.journal.frontier import contiguous_frontier
+from sink.journal.markers import FileMarkerStore
+from sink.journal.port import RejectionReason, TransitionRejected
+from sink.journal.records import GenerationKey, LeaseKind, MutationKind, OperationRow, ScopeRange
+from sink.journal.sqlite.adapter import open_sqlite_journal
 from sink.journal.submit_policy import check_not_stale, check_submit_permitted
 
 pytestmark = pytest.mark.timeout(60)
@@ -138,3 +146,50 @@ def test_week_parent_children_never_fence_each_other(journal_env: JournalEnv) ->
     children = [seal(env.journal, c) for c in env.journal.admit_parent(week_parent("weeks")).children]
     for op in children:
         assert submit(env.journal, env.markers, op).operation.axes.execution_state is ExecutionState.SUBMITTING
+
+
+# --- contiguous frontier ----------------------------------------------------------------------
+
+
+def test_stored_frontier_beyond_the_topology_is_refused() -> None:
+    children = [(0, True), (1, True)]
+    assert contiguous_frontier(children, current=1) == 1
+    for beyond in (2, 3):
+        with pytest.raises(ValueError, match="beyond the topology"):
+            contiguous_frontier(children, current=beyond)
+
+
+def test_frontier_never_goes_below_the_stored_one() -> None:
+    assert contiguous_frontier([(0, True), (1, False), (2, False)], current=2) == 2
+    assert contiguous_frontier([(0, True), (1, True), (2, False)], current=0) == 1
+    assert contiguous_frontier([(0, False), (1, False)], current=1) == 1
+
+
+def _contract_with_operator_only_promotion() -> DesignContract:
+    document = load_bounded_yaml_file(BUNDLED_CONTRACT)
+    for item in document["transitions"]:
+        if item["id"] == "checkpoint_promoted":
+            item["kind"] = "operator_only"
+    return DesignContract(document)
+
+
+def test_promotion_needs_an_automatic_contract_transition(tmp_path: Path) -> None:
+    """A contract whose promotion is operator-only gives the frontier transaction nothing to apply:
+    it is refused and nothing is promoted (SQLite adapter opened with that contract)."""
+    markers = FileMarkerStore(tmp_path / "markers")
+    journal = open_sqlite_journal(tmp_path / "j.sqlite3", markers=markers,
+                                  contract=_contract_with_operator_only_promotion())
+    try:
+        journal.configure_capacity(CAPACITY, 4)
+        admitted = journal.admit_parent(week_parent("route-1", weeks=1))
+        eligible = apply_fully(journal, markers, admitted.children[0])
+        parent_id = admitted.parent.parent_id
+        take_lease(journal, LeaseKind.CHECKPOINT, parent_id, owner="ck")
+        with pytest.raises(TransitionRejected) as caught:
+            journal.promote_frontier(parent_id, lease_owner="ck")
+        assert caught.value.reason is RejectionReason.ILLEGAL_TRANSITION
+        assert journal.get_operation(eligible.operation_id) == eligible
+        stored = journal.get_parent(parent_id)
+        assert stored is not None and stored.frontier_order is None
+    finally:
+        journal.close()

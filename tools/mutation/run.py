@@ -75,9 +75,8 @@ def load_config(path: Path) -> tuple[float, list[str], dict[str, ModuleConfig]]:
         if not (REPO / name).is_file():
             raise ConfigError(f"configured module {name} does not exist")
         tests = list(entry.get("tests", []))
-        missing = [t for t in tests if not (REPO / t.split("::")[0]).exists()]
-        if not tests or missing:
-            raise ConfigError(f"{name}: test selection empty or missing: {missing}")
+        if not tests:
+            raise ConfigError(f"{name}: empty test selection")
         modules[name] = ModuleConfig(name, tests, entry.get("select"), bool(entry.get("ci", False)))
     return threshold, pytest_args, modules
 
@@ -230,7 +229,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"mutation: {exc}", file=sys.stderr)
                 return 2
             results.append(result)
-            print(f"  {config.path}: {result.mutants} mutants in {time.monotonic() - t0:.0f}s", file=sys.stderr)
+            print(f"  {config.path}: {result.mutants} mutants, {len(result.survivors)} survived, score "
+                  f"{result.score:.1%} in {time.monotonic() - t0:.0f}s", file=sys.stderr, flush=True)
+            for m in result.survivors:
+                print(f"    SURVIVED {config.path}:{m.line}  {m.key}", file=sys.stderr, flush=True)
     ok = print_report(results, threshold)
     print(f"total {sum(r.mutants for r in results)} mutants in {time.monotonic() - started:.0f}s")
     if args.json:
@@ -243,8 +245,14 @@ def _choose(modules: dict[str, ModuleConfig], names: list[str] | None, ci: bool)
         unknown = [n for n in names if n not in modules]
         if unknown:
             raise ConfigError(f"not in config.toml: {', '.join(unknown)}")
-        return [modules[n] for n in names]
-    return [m for m in modules.values() if m.ci or not ci]
+        chosen = [modules[n] for n in names]
+    else:
+        chosen = [m for m in modules.values() if m.ci or not ci]
+    for config in chosen:
+        missing = [t for t in config.tests if not (REPO / t.split("::")[0]).exists()]
+        if missing:
+            raise ConfigError(f"{config.path}: selected test files missing: {', '.join(missing)}")
+    return chosen
 
 
 def _as_json(r: ModuleResult) -> dict[str, object]:
