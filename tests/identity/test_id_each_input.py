@@ -55,6 +55,17 @@ def test_ephemeral_header_never_enters_the_rendered_request(name: str) -> None:
         assert spelling not in ident.semantic_headers(headers)
 
 
+def test_an_ephemeral_header_does_not_hide_the_headers_after_it() -> None:
+    assert ident.semantic_headers({"Authorization": "sentinel", "Date": "d", "Content-Type": "text/csv"}) == {
+        "content-type": "text/csv"}
+
+
+def test_both_parts_of_the_generation_feed_the_delivery_key() -> None:
+    base = compute(BASE)["delivery_key"]
+    for generation in (ident.Generation("2026-08-31T00:00:00Z", 0), ident.Generation("2026-08-30T00:00:00Z", 1)):
+        assert compute({**BASE, "generation": generation})["delivery_key"] != base
+
+
 def test_semantic_headers_are_case_folded_and_kept() -> None:
     assert ident.semantic_headers({" Content-Type ": "text/csv", "X-Mode": "a"}) == {
         "content-type": "text/csv", "x-mode": "a"}

@@ -72,6 +72,11 @@ def _follows_assignment(parent: ast.AST, index: int | None) -> bool:
     return index is not None and index > 0 and isinstance(body[index - 1], ast.Assign | ast.AnnAssign)
 
 
+def _is_export_list(node: ast.AST) -> bool:
+    return isinstance(node, ast.Assign) and any(
+        isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)
+
+
 def _sites(tree: ast.Module) -> Iterator[_Site]:
     """Every (parent, field, node) in a fixed depth-first order, with the enclosing qualname."""
 
@@ -83,8 +88,8 @@ def _sites(tree: ast.Module) -> Iterator[_Site]:
             for index, child in children:
                 if not isinstance(child, ast.AST) or _is_docstring(parent, field, index, child):
                     continue
-                if isinstance(child, ast.ImportFrom | ast.Import | ast.JoinedStr):
-                    continue  # imports are wiring; f-strings are messages
+                if isinstance(child, ast.ImportFrom | ast.Import | ast.JoinedStr) or _is_export_list(child):
+                    continue  # imports and __all__ are wiring; f-strings are messages
                 if isinstance(child, ast.Subscript):
                     continue  # generic aliases such as tuple[ScopeRange, GenerationKey]
                 yield _Site(parent, field, index, child, scope, skip_strings)
