@@ -10,11 +10,25 @@ port returned: the policy promises to decide correctly whatever superset of rows
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from conftest import JournalEnv
-from jn_builders import CAPACITY, admission, apply_fully, child, day, seal, step, submit, take_lease, week_parent
+from jn_builders import (
+    CAPACITY,
+    WORKER,
+    admission,
+    apply_fully,
+    child,
+    day,
+    publish_marker,
+    seal,
+    step,
+    submit,
+    take_lease,
+    week_parent,
+)
 
 from sink.bounded_yaml import load_bounded_yaml_file
 from sink.contracts.errors import DeliveryError, ErrorCode
@@ -23,7 +37,7 @@ from sink.design.query import BUNDLED_CONTRACT, DesignContract
 from sink.journal.frontier import contiguous_frontier
 from sink.journal.markers import FileMarkerStore
 from sink.journal.port import RejectionReason, TransitionRejected
-from sink.journal.records import GenerationKey, LeaseKind, MutationKind, OperationRow, ScopeRange
+from sink.journal.records import GenerationKey, LeaseKind, MutationKind, OperationRow, ScopeRange, SubmitRequest
 from sink.journal.sqlite.adapter import open_sqlite_journal
 from sink.journal.submit_policy import check_not_stale, check_submit_permitted
 
@@ -193,3 +207,58 @@ def test_promotion_needs_an_automatic_contract_transition(tmp_path: Path) -> Non
         assert stored is not None and stored.frontier_order is None
     finally:
         journal.close()
+
+
+# --- capacity release and the effect index: which transitions count -------------------------------
+
+
+def test_only_retry_wait_or_a_resolved_finalized_state_releases_capacity(journal_env: JournalEnv) -> None:
+    env = journal_env
+    env.journal.configure_capacity(CAPACITY, 2)
+    op = submit(env.journal, env.markers, _one(env, "cap", day(1), day(8))).operation
+    for transition_id in ("sync_response_succeeded", "verified_full"):
+        assert len(env.journal.capacity_status(CAPACITY).held_by_attempts) == 1, transition_id
+        op = step(env.journal, op, transition_id)
+    assert op.axes.execution_state is ExecutionState.FINALIZED
+    assert env.journal.capacity_status(CAPACITY).held_by_attempts == ()
+    assert env.journal.list_attempts(op.operation_id)[0].capacity_released is True
+
+
+def test_an_accepted_receipt_keeps_the_slot(journal_env: JournalEnv) -> None:
+    env = journal_env
+    env.journal.configure_capacity(CAPACITY, 1)
+    op = submit(env.journal, env.markers, _one(env, "cap", day(1), day(8))).operation
+    step(env.journal, op, "receipt_accepted")
+    assert len(env.journal.capacity_status(CAPACITY).held_by_attempts) == 1
+    assert env.journal.list_attempts(op.operation_id)[0].capacity_released is False
+
+
+def test_only_a_fully_applied_effect_raises_the_interval_map(journal_env: JournalEnv) -> None:
+    env = journal_env
+    env.journal.configure_capacity(CAPACITY, 4)
+    op = submit(env.journal, env.markers, _one(env, "idx", day(1), day(8))).operation
+    domain = op.descriptor.effect_conflict_domain
+    for transition_id in ("sync_response_succeeded", "verified_partial"):
+        op = step(env.journal, op, transition_id)
+        assert env.journal.effect_intervals(domain) == (), transition_id
+    applied = apply_fully(env.journal, env.markers, _one(env, "idx-2", day(10), day(12)))
+    assert [(i.scope, i.highest_applied_generation) for i in env.journal.effect_intervals(domain)] == [
+        (applied.descriptor.scope, GEN1)]
+
+
+# --- the critical submit picks exactly the named automatic transition ---------------------------
+
+
+def test_submit_with_a_named_transition_uses_only_that_one(journal_env: JournalEnv) -> None:
+    env = journal_env
+    env.journal.configure_capacity(CAPACITY, 4)
+    op = _one(env, "named", day(1), day(8))
+    take_lease(env.journal, LeaseKind.MUTATION, op.operation_id)
+    marker_digest = publish_marker(env.journal, env.markers, op)
+    request = SubmitRequest(op.operation_id, op.revision, 1, marker_digest, WORKER, CAPACITY)
+    with pytest.raises(TransitionRejected) as caught:  # retry_due starts from RETRY_WAIT, not SEALED
+        env.journal.reserve_and_mark_submitting(replace(request, transition_id="retry_due"))
+    assert caught.value.reason is RejectionReason.ILLEGAL_TRANSITION
+    assert env.journal.list_attempts(op.operation_id) == ()
+    grant = env.journal.reserve_and_mark_submitting(replace(request, transition_id="submit_started"))
+    assert grant.operation.axes.execution_state is ExecutionState.SUBMITTING

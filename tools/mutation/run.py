@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import queue
+import resource
 import shutil
 import subprocess
 import sys
@@ -234,7 +235,10 @@ def main(argv: list[str] | None = None) -> int:
             for m in result.survivors:
                 print(f"    SURVIVED {config.path}:{m.line}  {m.key}", file=sys.stderr, flush=True)
     ok = print_report(results, threshold)
-    print(f"total {sum(r.mutants for r in results)} mutants in {time.monotonic() - started:.0f}s")
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # CPU seconds predict the wall time on an idle machine (about cpu / jobs) when it is shared.
+    print(f"total {sum(r.mutants for r in results)} mutants in {time.monotonic() - started:.0f}s wall, "
+          f"{usage.ru_utime + usage.ru_stime:.0f}s CPU of the test runs")
     if args.json:
         args.json.write_text(json.dumps([_as_json(r) for r in results], indent=2) + "\n", encoding="utf-8")
     return 0 if ok else 1
