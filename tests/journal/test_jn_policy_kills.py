@@ -179,20 +179,25 @@ def test_frontier_never_goes_below_the_stored_one() -> None:
     assert contiguous_frontier([(0, False), (1, False)], current=1) == 1
 
 
-def _contract_with_operator_only_promotion() -> DesignContract:
+def _contract_with_promotion(change: str) -> DesignContract:
+    """The bundled contract with its checkpoint promotions made operator-only or removed."""
     document = load_bounded_yaml_file(BUNDLED_CONTRACT)
-    for item in document["transitions"]:
-        if item["id"] == "checkpoint_promoted":
+    promotions = [t for t in document["transitions"] if t["id"] == "checkpoint_promoted"]
+    assert promotions
+    for item in promotions:
+        if change == "operator_only":
             item["kind"] = "operator_only"
+        else:
+            document["transitions"].remove(item)
     return DesignContract(document)
 
 
-def test_promotion_needs_an_automatic_contract_transition(tmp_path: Path) -> None:
-    """A contract whose promotion is operator-only gives the frontier transaction nothing to apply:
+@pytest.mark.parametrize("change", ["operator_only", "removed"])
+def test_promotion_needs_an_automatic_contract_transition(tmp_path: Path, change: str) -> None:
+    """A contract without an automatic promotion gives the frontier transaction nothing to apply:
     it is refused and nothing is promoted (SQLite adapter opened with that contract)."""
     markers = FileMarkerStore(tmp_path / "markers")
-    journal = open_sqlite_journal(tmp_path / "j.sqlite3", markers=markers,
-                                  contract=_contract_with_operator_only_promotion())
+    journal = open_sqlite_journal(tmp_path / "j.sqlite3", markers=markers, contract=_contract_with_promotion(change))
     try:
         journal.configure_capacity(CAPACITY, 4)
         admitted = journal.admit_parent(week_parent("route-1", weeks=1))

@@ -104,12 +104,13 @@ def make_scratch(root: Path) -> Path:
     return root
 
 
-def run_tests(scratch: Path, config: ModuleConfig, pytest_args: list[str], timeout: float) -> tuple[str, float]:
+def run_tests(scratch: Path, config: ModuleConfig, pytest_args: list[str], timeout: float,
+              show_failure: bool = False) -> tuple[str, float]:
     """'pass', 'fail' or 'timeout' for the module's tests in that scratch copy."""
     env = {k: v for k, v in os.environ.items() if k not in {"RESTPROOF_REQUIRE_POSTGRES", "PYTHONPATH"}}
     # Entry-point plugins (schemathesis, locust, ...) double pytest's start-up; config.toml
     # names the few plugins the tests need with -p.
-    env.update(PYTHONPATH=str(scratch), PYTHONDONTWRITEBYTECODE="1", PYTHONHASHSEED="0",
+    env.update(PYTHONPATH=f"{scratch}{os.pathsep}{HERE}", PYTHONDONTWRITEBYTECODE="1", PYTHONHASHSEED="0",
                PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
     cmd = [sys.executable, "-m", "pytest", *pytest_args, *config.tests]
     if config.select:
@@ -122,6 +123,8 @@ def run_tests(scratch: Path, config: ModuleConfig, pytest_args: list[str], timeo
     elapsed = time.monotonic() - started
     if proc.returncode == 5:
         raise ConfigError(f"{config.path}: the test selection collected no test")
+    if show_failure and proc.returncode != 0:
+        sys.stderr.write(proc.stdout.decode(errors="replace")[-3000:])
     return ("pass" if proc.returncode == 0 else "fail"), elapsed
 
 
@@ -134,7 +137,7 @@ def mutate_module(
     if mutant_filter:
         mutants = [m for m in mutants if mutant_filter in m.key]
     result = ModuleResult(config.path, mutants=len(mutants))
-    outcome, baseline = run_tests(scratches[0], config, pytest_args, timeout=600)
+    outcome, baseline = run_tests(scratches[0], config, pytest_args, timeout=600, show_failure=True)
     if outcome != "pass":
         print(f"{config.path}: its tests fail WITHOUT any mutation ({outcome}); fix them first", file=sys.stderr)
         raise SystemExit(3)
