@@ -21,6 +21,7 @@ import os
 import queue
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -209,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", type=Path, default=HERE / "config.toml")
     parser.add_argument("--equivalents", type=Path, default=HERE / "equivalents.toml")
     args = parser.parse_args(argv)
+    # SIGTERM unwinds like Ctrl-C, so the scratch copies are removed and no mutant is left behind.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         threshold, pytest_args, modules = load_config(args.config)
         equivalents = load_equivalents(args.equivalents)
