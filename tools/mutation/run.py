@@ -105,17 +105,49 @@ def make_scratch(root: Path) -> Path:
     return root
 
 
-def run_tests(scratch: Path, config: ModuleConfig, pytest_args: list[str], timeout: float,
-              show_failure: bool = False) -> tuple[str, float]:
-    """'pass', 'fail' or 'timeout' for the module's tests in that scratch copy."""
+def _env(scratch: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in {"RESTPROOF_REQUIRE_POSTGRES", "PYTHONPATH"}}
     # Entry-point plugins (schemathesis, locust, ...) double pytest's start-up; config.toml
     # names the few plugins the tests need with -p.
     env.update(PYTHONPATH=f"{scratch}{os.pathsep}{HERE}", PYTHONDONTWRITEBYTECODE="1", PYTHONHASHSEED="0",
                PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
-    cmd = [sys.executable, "-m", "pytest", *pytest_args, *config.tests]
-    if config.select:
-        cmd += ["-k", config.select]
+    return env
+
+
+def _pytest_args(config: ModuleConfig, pytest_args: list[str]) -> list[str]:
+    return [*pytest_args, *config.tests, *(["-k", config.select] if config.select else [])]
+
+
+class ForkWorker:
+    """A forkserver.py process bound to one scratch copy (see that module for why)."""
+
+    def __init__(self, scratch: Path) -> None:
+        self.scratch = scratch
+        self._proc = subprocess.Popen(
+            [sys.executable, str(HERE / "forkserver.py"), str(scratch)], cwd=scratch, env=_env(scratch),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )
+
+    def run(self, args: list[str], timeout: float) -> str:
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        self._proc.stdin.write(json.dumps({"args": args, "timeout": timeout}) + "\n")
+        self._proc.stdin.flush()
+        answer = self._proc.stdout.readline()
+        if not answer:
+            raise RuntimeError("mutation fork worker died")
+        return str(json.loads(answer)["verdict"])
+
+    def close(self) -> None:
+        if self._proc.stdin is not None:
+            self._proc.stdin.close()
+        self._proc.wait(timeout=30)
+
+
+def run_tests(scratch: Path, config: ModuleConfig, pytest_args: list[str], timeout: float,
+              show_failure: bool = False) -> tuple[str, float]:
+    """'pass', 'fail' or 'timeout' for the module's tests in that scratch copy (fresh interpreter)."""
+    env = _env(scratch)
+    cmd = [sys.executable, "-m", "pytest", *_pytest_args(config, pytest_args)]
     started = time.monotonic()
     try:
         proc = subprocess.run(cmd, cwd=scratch, env=env, capture_output=True, timeout=timeout, check=False)
@@ -130,7 +162,7 @@ def run_tests(scratch: Path, config: ModuleConfig, pytest_args: list[str], timeo
 
 
 def mutate_module(
-    config: ModuleConfig, pytest_args: list[str], scratches: list[Path], equivalents: dict[str, str],
+    config: ModuleConfig, pytest_args: list[str], workers: list[ForkWorker], equivalents: dict[str, str],
     mutant_filter: str | None,
 ) -> ModuleResult:
     source = (REPO / config.path).read_text(encoding="utf-8")
@@ -138,7 +170,7 @@ def mutate_module(
     if mutant_filter:
         mutants = [m for m in mutants if mutant_filter in m.key]
     result = ModuleResult(config.path, mutants=len(mutants))
-    outcome, baseline = run_tests(scratches[0], config, pytest_args, timeout=600, show_failure=True)
+    outcome, baseline = run_tests(workers[0].scratch, config, pytest_args, timeout=600, show_failure=True)
     if outcome != "pass":
         print(f"{config.path}: its tests fail WITHOUT any mutation ({outcome}); fix them first", file=sys.stderr)
         raise SystemExit(3)
@@ -148,8 +180,8 @@ def mutate_module(
         todo.put(mutant)
     lock = threading.Lock()
 
-    def worker(scratch: Path) -> None:
-        target = scratch / config.path
+    def worker(fork: ForkWorker) -> None:
+        target = fork.scratch / config.path
         try:
             while True:
                 try:
@@ -157,7 +189,7 @@ def mutate_module(
                 except queue.Empty:
                     return
                 target.write_text(mutated_source(source, mutant), encoding="utf-8")
-                verdict, _ = run_tests(scratch, config, pytest_args, timeout)
+                verdict = fork.run(_pytest_args(config, pytest_args), timeout)
                 with lock:
                     if verdict == "pass":
                         (result.equivalents if mutant.key in equivalents else result.survivors).append(mutant)
@@ -167,7 +199,7 @@ def mutate_module(
         finally:
             target.write_text(source, encoding="utf-8")
 
-    threads = [threading.Thread(target=worker, args=(s,)) for s in scratches]
+    threads = [threading.Thread(target=worker, args=(w,)) for w in workers]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -227,19 +259,24 @@ def main(argv: list[str] | None = None) -> int:
     results: list[ModuleResult] = []
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="restproof-mutation-") as tmp:
-        scratches = [make_scratch(Path(tmp) / f"w{i}") for i in range(max(1, args.jobs))]
-        for config in chosen:
-            t0 = time.monotonic()
-            try:
-                result = mutate_module(config, pytest_args, scratches, equivalents.get(config.path, {}), args.mutant)
-            except ConfigError as exc:
-                print(f"mutation: {exc}", file=sys.stderr)
-                return 2
-            results.append(result)
-            print(f"  {config.path}: {result.mutants} mutants, {len(result.survivors)} survived, score "
-                  f"{result.score:.1%} in {time.monotonic() - t0:.0f}s", file=sys.stderr, flush=True)
-            for m in result.survivors:
-                print(f"    SURVIVED {config.path}:{m.line}  {m.key}", file=sys.stderr, flush=True)
+        workers = [ForkWorker(make_scratch(Path(tmp) / f"w{i}")) for i in range(max(1, args.jobs))]
+        try:
+            for config in chosen:
+                t0 = time.monotonic()
+                try:
+                    result = mutate_module(config, pytest_args, workers, equivalents.get(config.path, {}), args.mutant)
+                except ConfigError as exc:
+                    print(f"mutation: {exc}", file=sys.stderr)
+                    return 2
+                results.append(result)
+                print(f"  {config.path}: {result.mutants} mutants, {len(result.survivors)} survived, score "
+                      f"{result.score:.1%} in {time.monotonic() - t0:.0f}s", file=sys.stderr, flush=True)
+                for m in result.survivors:
+                    print(f"    SURVIVED {config.path}:{m.line}  {m.key}", file=sys.stderr, flush=True)
+        finally:
+            for w in workers:
+                w.close()
+
     ok = print_report(results, threshold)
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     # CPU seconds predict the wall time on an idle machine (about cpu / jobs) when it is shared.
