@@ -88,7 +88,8 @@ def run(  # noqa: PLR0917 - typer options
                        ] = None,
     sink: Annotated[list[str] | None, typer.Option("--sink", help="Bundled sink name or sink file; the first is "
                                                                   "the certified one.")] = None,
-    out: Annotated[Path, typer.Option("--out", help="Output directory.")] = Path("certification-out"),
+    out: Annotated[Path | None, typer.Option("--out", help="Output directory [default: certification-out/UTC-TIME].")
+                   ] = None,
     seed: Annotated[int, typer.Option("--seed", min=0)] = 0,
     only: Annotated[str | None, typer.Option("--only", help="Replay one row by id.")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="A small matrix (CI).")] = False,
@@ -102,6 +103,8 @@ def run(  # noqa: PLR0917 - typer options
         sinks = _sinks(sink or [])
     except (ValidationError, ValueError, OSError) as exc:
         raise _fail("certify.invalid_input", f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}", 2) from None
+    if out is None:
+        out = Path("certification-out") / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     if (out / "test_artifacts").exists():
         raise _fail("certify.output_exists", f"{out} already holds evidence; evidence is never overwritten", 2)
     started = time.monotonic()
