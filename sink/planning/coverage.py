@@ -2,7 +2,8 @@
 
 ``verify_coverage`` checks, child by child in ordinal order, that ordinals are 0..n-1, that each
 window starts where the previous ended (the first at ``scope_from``, the last ending at
-``scope_to``: no gap, no overlap) and that row intervals do the same over ``[0, total_rows)``.
+``scope_to``: no gap, no overlap) and that row intervals do the same over ``[0, total_rows)``;
+given the parent's buckets it also checks each child holds exactly the rows of its days.
 ``coverage_proof`` runs that check and returns a frozen value whose ``canonical()`` form is the
 ``complete_coverage_proof`` input of ``sink.identity.parent_plan_digest``; a proof cannot be built
 for a plan that fails the check.
@@ -15,14 +16,45 @@ from dataclasses import dataclass
 from datetime import date
 
 from sink.canonical import CanonicalValue, hash_fields
-from sink.contracts.planning import ChildWindow
-from sink.planning.errors import CoverageError
+from sink.contracts.planning import ChildWindow, DayBucket
+from sink.planning.days import DayTable
+from sink.planning.errors import CoverageError, InvalidPlanningInput
 
 COVERAGE_PROOF_VERSION = "restproof.coverage_proof.v1"
 
 
-def verify_coverage(children: Sequence[ChildWindow], scope_from: date, scope_to: date, total_rows: int) -> None:
-    """Raise CoverageError on the first gap, overlap, misorder or row mismatch."""
+def verify_coverage(
+    children: Sequence[ChildWindow],
+    scope_from: date,
+    scope_to: date,
+    total_rows: int,
+    *,
+    buckets: Sequence[DayBucket] | None = None,
+) -> None:
+    """Raise CoverageError on the first gap, overlap, misorder or row mismatch.
+
+    With the parent's ``buckets``, each child's row interval must also be exactly the rows of its
+    days (kind ``row_mismatch``), so a plan cannot tile the rows while pairing them with the
+    wrong dates.
+    """
+    _verify_tiling(children, scope_from, scope_to, total_rows)
+    if buckets is None:
+        return
+    try:
+        table = DayTable.build(scope_from, scope_to, buckets)
+    except InvalidPlanningInput as error:
+        raise CoverageError("row_mismatch", f"the buckets do not describe this scope: {error}") from None
+    for child in children:
+        lo, hi = table.index(child.scope_from), table.index(child.scope_to)
+        if (child.row_start, child.row_end) != (table.row_prefix[lo], table.row_prefix[hi]):
+            raise CoverageError(
+                "row_mismatch",
+                f"child {child.ordinal} holds rows [{child.row_start}, {child.row_end}), its days hold "
+                f"[{table.row_prefix[lo]}, {table.row_prefix[hi]})",
+            )
+
+
+def _verify_tiling(children: Sequence[ChildWindow], scope_from: date, scope_to: date, total_rows: int) -> None:
     if not children:
         raise CoverageError("empty_plan", "a plan has at least one child")
     cursor_day, cursor_row = scope_from, 0
@@ -88,8 +120,16 @@ class CoverageProof:
         return hash_fields("coverage_proof", {"proof": self.canonical()})
 
 
-def coverage_proof(children: Sequence[ChildWindow], scope_from: date, scope_to: date, total_rows: int) -> CoverageProof:
-    verify_coverage(children, scope_from, scope_to, total_rows)
+def coverage_proof(
+    children: Sequence[ChildWindow],
+    scope_from: date,
+    scope_to: date,
+    total_rows: int,
+    *,
+    buckets: Sequence[DayBucket] | None = None,
+) -> CoverageProof:
+    """The proof of a plan that passes ``verify_coverage`` (with ``buckets``, against the parent's days)."""
+    verify_coverage(children, scope_from, scope_to, total_rows, buckets=buckets)
     return CoverageProof(
         scope_from=scope_from,
         scope_to=scope_to,

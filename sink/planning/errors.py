@@ -37,7 +37,7 @@ class CoverageError(ValueError):
     """A plan does not tile its scope and row range exactly.
 
     ``kind`` is one of: ``empty_plan``, ``ordinal``, ``scope_start``, ``gap``, ``overlap``,
-    ``scope_end``, ``row_gap``, ``row_overlap``, ``row_total``.
+    ``scope_end``, ``row_gap``, ``row_overlap``, ``row_total``, ``row_mismatch``.
     """
 
     def __init__(self, kind: str, message: str) -> None:

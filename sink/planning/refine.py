@@ -89,7 +89,7 @@ def refine(
     if not children:
         raise InvalidPlanningInput("refine needs the plan it refines")
     table = DayTable.build(children[0].scope_from, children[-1].scope_to, buckets)
-    verify_coverage(children, children[0].scope_from, children[-1].scope_to, table.total_rows)
+    verify_coverage(children, children[0].scope_from, children[-1].scope_to, table.total_rows, buckets=buckets)
     unknown = set(measurements) - {child.ordinal for child in children}
     if unknown:
         raise InvalidPlanningInput(f"measurements for unknown child ordinals {sorted(unknown)}")

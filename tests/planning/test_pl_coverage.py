@@ -8,7 +8,7 @@ import pytest
 from pl_builders import START
 
 from sink.canonical import is_digest
-from sink.contracts.planning import ChildWindow
+from sink.contracts.planning import ChildWindow, DayBucket
 from sink.identity import parent_plan_digest
 from sink.planning import CoverageError, child_descriptor, coverage_proof, verify_coverage
 
@@ -53,9 +53,26 @@ def test_every_coverage_defect_is_named(
         coverage_proof(children, d(0), d(scope_to), total)
 
 
+def test_rows_paired_with_the_wrong_days_are_a_mismatch_against_the_parent_buckets() -> None:
+    buckets = [DayBucket(d(0), 5, 50, 0), DayBucket(d(1), 5, 50, 5)]
+    right = (child(0, 0, 1, 0, 5), child(1, 1, 2, 5, 10))
+    verify_coverage(right, d(0), d(2), 10, buckets=buckets)
+    assert coverage_proof(right, d(0), d(2), 10, buckets=buckets) == coverage_proof(right, d(0), d(2), 10)
+    shifted = (child(0, 0, 1, 0, 3), child(1, 1, 2, 3, 10))
+    verify_coverage(shifted, d(0), d(2), 10)  # tiles the rows...
+    with pytest.raises(CoverageError) as caught:
+        verify_coverage(shifted, d(0), d(2), 10, buckets=buckets)  # ...but not the rows of those days
+    assert caught.value.kind == "row_mismatch"
+    with pytest.raises(CoverageError) as caught:
+        coverage_proof(right, d(0), d(2), 10, buckets=[DayBucket(d(5), 10, 1, 0)])
+    assert caught.value.kind == "row_mismatch"
+
+
 def test_the_proof_feeds_the_parent_plan_digest_and_moves_with_any_window() -> None:
     proof = coverage_proof(GOOD, d(0), d(9), 25)
     assert not proof.empty_boundary
+    assert not coverage_proof((child(0, 0, 9, 0, 1),), d(0), d(9), 1).empty_boundary
+    assert coverage_proof((child(0, 0, 9, 0, 0),), d(0), d(9), 0).empty_boundary
     assert is_digest(proof.digest)
     assert coverage_proof(list(GOOD), d(0), d(9), 25) == proof
     moved = (child(0, 0, 4, 0, 10), child(1, 4, 5, 10, 10), child(2, 5, 9, 10, 25))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from datetime import date, timedelta
 
 import pytest
@@ -160,3 +163,26 @@ def test_contradictory_limits_are_refused(overrides: dict[str, int], message: st
 def test_an_empty_inverted_or_absurdly_long_scope_is_refused(scope_from: date, scope_to: date) -> None:
     with pytest.raises(InvalidPlanningInput, match="scope"):
         plan_children(scope_from, scope_to, [], limits())
+
+
+def test_the_plan_is_identical_across_processes_and_hash_seeds() -> None:
+    program = (
+        "from sink.planning import coverage_proof, plan_children\n"
+        "from sink.planning.limits import planning_limits\n"
+        "from sink.planning.skewed_source import skewed_source\n"
+        "from sink.contracts.profile import Limits, WindowLimit\n"
+        "limits = planning_limits(Limits(max_rows=100000, max_decoded_bytes=64000000, planning_decoded_bytes=56000000,"
+        " max_wire_bytes=16000000, planning_wire_bytes=14000000,"
+        " preferred_window_days=WindowLimit(default=3, min=1, max=4)), None)\n"
+        "s = skewed_source(5, 730, limits, median_rows=12000)\n"
+        "c = plan_children(s.scope_from, s.scope_to, s.buckets(), limits)\n"
+        "print(len(c), coverage_proof(c, s.scope_from, s.scope_to, s.total_rows).digest)\n"
+    )
+    outputs = {
+        subprocess.run([sys.executable, "-c", program], env={**os.environ, "PYTHONHASHSEED": seed},
+                       capture_output=True, text=True, check=True, timeout=120).stdout
+        for seed in ("0", "1", "12345")
+    }
+    assert len(outputs) == 1
+    count, digest = outputs.pop().split()
+    assert int(count) > 100 and digest.startswith("sha256:")

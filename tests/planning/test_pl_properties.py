@@ -119,7 +119,7 @@ def test_plans_meet_the_limits_cover_exactly_and_use_the_fewest_windows(
         return
     children = plan_children(START, end, buckets_from(volumes), limits)
     total_rows = sum(r for r, _ in volumes)
-    verify_coverage(children, START, end, total_rows)
+    verify_coverage(children, START, end, total_rows, buckets=buckets_from(volumes))
     covered = [day for child in children for day in range(*span(child))]
     assert covered == list(range(len(volumes)))  # every day once, in order
     row = 0

@@ -87,6 +87,27 @@ def test_a_one_day_child_over_only_a_soft_target_is_accepted() -> None:
     assert refine(children, measure(children, volumes, [1200]), buckets_from(volumes), limits()) is None
 
 
+def test_a_lone_day_over_only_a_soft_target_keeps_its_empty_neighbours() -> None:
+    volumes = [(0, 0), (10, 3000), (0, 0), (0, 0)] + [(10, 1000)] * 4
+    children = planned(volumes)
+    assert widths(children) == [4, 4]
+    ratios = [0, 1200, 0, 0] + [950] * 4  # child 0: wire 3600 over the target only; child 1: split
+    refined = refine(children, measure(children, volumes, ratios), buckets_from(volumes), limits())
+    assert refined is not None
+    assert widths(refined) == [4, 3, 1]
+
+
+def test_a_lone_day_exactly_at_the_hard_wire_limit_is_accepted_one_byte_more_is_refused() -> None:
+    volumes = [(10, 3000)]
+    children = planned(volumes)
+    at_limit = {0: ChildMeasurement(rows=10, decoded_bytes=3000, wire_bytes=4000)}
+    assert refine(children, at_limit, buckets_from(volumes), limits()) is None
+    with pytest.raises(ScopeExceedsLimit) as caught:
+        refine(children, {0: ChildMeasurement(rows=10, decoded_bytes=3000, wire_bytes=4001)}, buckets_from(volumes),
+               limits())
+    assert (caught.value.limit, caught.value.limit_value, caught.value.actual) == ("max_wire_bytes", 4000, 4001)
+
+
 def test_when_the_ratio_gives_no_cut_the_child_is_halved_by_data_days() -> None:
     # Rows with zero estimated bytes: the scaled cap is 0 and cannot separate the days.
     volumes = [(10, 0)] * 4

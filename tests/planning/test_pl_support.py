@@ -125,12 +125,12 @@ def test_the_audit_counts_every_gap_overlap_and_violation() -> None:
     def d(offset: int) -> date:
         return START + timedelta(days=offset)
 
-    children = (ChildWindow(0, d(0), d(2), 0, 5, 0), ChildWindow(1, d(3), d(5), 5, 9, 0),
+    children = (ChildWindow(0, d(0), d(2), 0, 5, 0), ChildWindow(1, d(3), d(5), 6, 9, 0),
                 ChildWindow(2, d(4), d(6), 8, 2000, 0))
-    measured = {0: ChildMeasurement(5, 10, 10), 1: ChildMeasurement(4, 10, 3600), 2: ChildMeasurement(1992, 10, 10)}
+    measured = {0: ChildMeasurement(5, 10, 10), 1: ChildMeasurement(3, 10, 3600), 2: ChildMeasurement(1992, 10, 10)}
     audit = audit_plan(children, scope_from=d(0), scope_to=d(7), total_rows=2001, limits=limits(),
                        measure=lambda c: measured[c.ordinal])
-    assert (audit.requests, audit.gaps, audit.overlaps) == (3, 3, 2)  # day 2, day 6, row 2000; day 4, row 8
+    assert (audit.requests, audit.gaps, audit.overlaps) == (3, 4, 2)  # day 2, row 5, day 6, row 2000; day 4, row 8
     assert (audit.hard_violations, audit.target_misses) == (1, 1)  # child 2 rows; child 1 wire target
 
 
