@@ -1,6 +1,8 @@
 """Body streaming: exact length and digest, aborted before the last byte on a mismatch, and
 NOT_STARTED when the source cannot even be opened."""
 
+# ruff: noqa: F811  # fixtures imported from tr_fixtures are redefined as test parameters
+
 from __future__ import annotations
 
 import hashlib
@@ -9,8 +11,8 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from mr_support import ServerProcess
-from tr_support import BytesBody, FaultProxy, batch_request, rows_json, timeouts
+from tr_fixtures import fresh_proxy, proxy, receiver  # noqa: F401  # pytest fixtures
+from tr_support import BytesBody, FaultProxy, ServerProcess, batch_request, rows_json, timeouts
 
 from sink.contracts.transport import FailureKind, SendCertainty
 from sink.transport import HttpxRestTransport, NoAuth

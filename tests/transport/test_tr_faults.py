@@ -1,6 +1,8 @@
 """Phase classification against real faults: nothing listening, and the fault proxy cutting a real
 mock-receiver exchange at each phase. The receiver's ledger is the judge of what arrived."""
 
+# ruff: noqa: F811  # fixtures imported from tr_fixtures are redefined as test parameters
+
 from __future__ import annotations
 
 import uuid
@@ -8,9 +10,9 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from mr_support import ServerProcess
 from tr_capture import CaptureServer
-from tr_support import BATCHES, FaultProxy, batch_request, free_port, rows_json, timeouts
+from tr_fixtures import fresh_proxy, proxy, receiver  # noqa: F401  # pytest fixtures
+from tr_support import BATCHES, FaultProxy, ServerProcess, batch_request, free_port, rows_json, timeouts
 
 from sink.contracts.transport import FailureKind, PreparedRequest, SendCertainty, TransportPhase
 from sink.transport import HttpxRestTransport, NoAuth

@@ -1,12 +1,15 @@
 """Deep, wide, long and large response bodies from a real peer become a stable parse_problem,
 never evidence; a good body yields only the requested scalars."""
 
+# ruff: noqa: F811  # fixtures imported from tr_fixtures are redefined as test parameters
+
 from __future__ import annotations
 
 import json
 import uuid
 
 import pytest
+from tr_fixtures import fresh_proxy, proxy, receiver  # noqa: F401  # pytest fixtures
 from tr_support import BATCHES, FaultProxy, batch_request, rows_json, timeouts
 
 from sink.contracts.transport import ResponseBounds, SendCertainty

@@ -1,6 +1,8 @@
 """A sentinel bearer token travels only in the Authorization header to the bound authority: never
 in a log record, an exception, an evidence object, the fault proxy's log or the receiver's ledger."""
 
+# ruff: noqa: F811  # fixtures imported from tr_fixtures are redefined as test parameters
+
 from __future__ import annotations
 
 import json
@@ -11,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 from tr_capture import CaptureServer
+from tr_fixtures import fresh_proxy, proxy, receiver  # noqa: F401  # pytest fixtures
 from tr_support import BATCHES, FaultProxy, batch_request, rows_json, start_receiver, timeouts
 
 from sink.contracts.transport import FailureKind, PreparedRequest, SendCertainty

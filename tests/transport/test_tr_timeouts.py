@@ -2,6 +2,8 @@
 real stalled peer (fault proxy, byte-level TCP proxy, a listener that never accepts or never
 reads), and DNS through an injected resolver with the real one for the happy path."""
 
+# ruff: noqa: F811  # fixtures imported from tr_fixtures are redefined as test parameters
+
 from __future__ import annotations
 
 import contextlib
@@ -12,9 +14,9 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from mr_support import ServerProcess
 from toxiproxy import Toxiproxy
-from tr_support import BATCHES, BytesBody, FaultProxy, GeneratedBody, batch_request, rows_json, timeouts
+from tr_fixtures import fresh_proxy, proxy, receiver  # noqa: F401  # pytest fixtures
+from tr_support import BATCHES, BytesBody, FaultProxy, GeneratedBody, ServerProcess, batch_request, rows_json, timeouts
 
 from fault_proxy.tcp import start_toxiproxy
 from sink.contracts.transport import FailureKind, SendCertainty, TransportPhase

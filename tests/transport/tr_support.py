@@ -15,11 +15,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from mr_support import RECEIVERS, ServerProcess
+# The mock receiver's test helpers start `mock-receiver serve` the same way for every suite.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "mock_receiver"))
+
+from mr_support import RECEIVERS, ServerProcess  # after the path insert
 
 from fault_proxy.control_client import ControlClient
 from sink.contracts.profile_policy import TimeoutVector
 from sink.contracts.transport import PreparedRequest
+
+__all__ = ["RECEIVERS", "ServerProcess"]
 
 BATCHES = "/mock/v1/resources/measurements/batches"
 RANGE_QUERY = "?range_start=2026-06-01&range_end=2026-06-05"

@@ -1,17 +1,15 @@
-"""Module-scoped real receiver and fault proxy for the transport tests."""
+"""Module-scoped real receiver and fault proxy for the transport tests.
+
+Imported by the test modules that use them rather than living in a conftest.py: the journal
+tests import their own ``conftest`` by module name in spawned processes, and a second
+``conftest`` earlier on ``sys.path`` would shadow it."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "mock_receiver"))
-
-from mr_support import ServerProcess
-from tr_support import FaultProxy, start_receiver
+from tr_support import FaultProxy, ServerProcess, start_receiver
 
 
 @pytest.fixture(scope="module")
