@@ -110,7 +110,7 @@ def seal_all(
         windows = refined
     else:  # pragma: no cover - refine strictly splits, so this bound is never reached
         raise RuntimeError("refinement did not converge")
-    coverage = planning.coverage_proof(windows, scope_from, scope_to, frozen.row_count)
+    coverage = planning.coverage_proof(windows, scope_from, scope_to, frozen.row_count, buckets=buckets)
     failpoint("seal.all_sealed")
     return SealedTopology(plan, parent_identity, frozen, tuple(windows), tuple(sealed), tuple(identities),
                           planning.PLANNER_ALGORITHM_VERSION, coverage, sealer.identity())
