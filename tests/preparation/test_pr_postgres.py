@@ -11,6 +11,7 @@ import psycopg
 import pytest
 
 from sink.artifacts import LocalArtifactStore
+from sink.journal.durability import Durability
 from sink.journal.markers import FileMarkerStore
 from sink.journal.postgres import open_postgres_journal
 from sink.preparation import prepare
@@ -28,7 +29,9 @@ def schema(pg_dsn: str) -> Iterator[str]:
 
 
 def test_postgres_admission_and_resume(pg_dsn: str, schema: str, tmp_path: Path) -> None:
-    journal = open_postgres_journal(pg_dsn, schema=schema, markers=FileMarkerStore(tmp_path / "markers"))
+    # The shared test server runs with fsync=off: only the loudly named tests-only mode opens on it.
+    journal = open_postgres_journal(pg_dsn, schema=schema, markers=FileMarkerStore(tmp_path / "markers"),
+                                    durability=Durability.NON_DURABLE_TESTS_ONLY)
     try:
         store = LocalArtifactStore(tmp_path / "artifacts")
         plan = bundled_plan("measurements-sync")
