@@ -35,6 +35,7 @@ from sink.contracts.errors import DeliveryError, ErrorCode
 from sink.contracts.state import ExecutionState, RemoteEffect
 from sink.design.query import BUNDLED_CONTRACT, DesignContract
 from sink.journal.frontier import contiguous_frontier
+from sink.journal.interval_map import bounding_scope, highest_overlapping
 from sink.journal.markers import FileMarkerStore
 from sink.journal.port import RejectionReason, TransitionRejected
 from sink.journal.records import GenerationKey, LeaseKind, MutationKind, OperationRow, ScopeRange, SubmitRequest
@@ -267,3 +268,19 @@ def test_submit_with_a_named_transition_uses_only_that_one(journal_env: JournalE
     assert env.journal.list_attempts(op.operation_id) == ()
     grant = env.journal.reserve_and_mark_submitting(replace(request, transition_id="submit_started"))
     assert grant.operation.axes.execution_state is ExecutionState.SUBMITTING
+
+
+# --- interval map lookups -------------------------------------------------------------------------
+
+
+def test_highest_overlapping_is_the_highest_of_several_pieces() -> None:
+    pieces = [(ScopeRange(day(1), day(2)), GEN1), (ScopeRange(day(2), day(3)), GEN2),
+              (ScopeRange(day(3), day(4)), GEN1)]
+    assert highest_overlapping(pieces, ScopeRange(day(1), day(4))) == GEN2
+    assert highest_overlapping(pieces, ScopeRange(day(3), day(5))) == GEN1
+    assert highest_overlapping(pieces, ScopeRange(day(4), day(5))) is None
+
+
+def test_bounding_scope_covers_every_scope() -> None:
+    scopes = [ScopeRange(day(3), day(5)), ScopeRange(day(1), day(2)), ScopeRange(day(4), day(9))]
+    assert bounding_scope(scopes) == ScopeRange(day(1), day(9))
