@@ -8,6 +8,7 @@ adapters. A marker that binds every field is accepted (the control case).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -19,7 +20,7 @@ from conftest import JournalEnv
 from jn_builders import CAPACITY, WORKER, digest, seal, take_lease, week_parent
 
 from sink.contracts.state import ExecutionState
-from sink.journal.markers import FileMarkerStore, MayAttemptMarker, StoredMarker, UnreadableMarker
+from sink.journal.markers import FileMarkerStore, MayAttemptMarker, StoredMarker, UnreadableMarker, namespace_key
 from sink.journal.port import JournalRejection, RejectionReason
 from sink.journal.records import (
     Actor,
@@ -114,6 +115,21 @@ def test_orphan_reasons_are_stable_evidence_strings(journal_env: JournalEnv) -> 
         (op.operation_id, "no journal attempt for this marker: possible remote effect")]
 
 
+def test_a_marker_whose_journal_attempt_differs_is_reported(journal_env: JournalEnv) -> None:
+    """The marker file no longer matches the attempt row (restored or rewritten store)."""
+    env = journal_env
+    op = _sealed(env)
+    marker = _marker(env, op)
+    _reserve(env, op, env.markers.create_if_absent(marker).digest)
+    assert env.journal.find_orphan_markers() == ()
+    path = env.markers.root / namespace_key(op.operation_namespace) / op.operation_id / f"{1:010d}.json"
+    path.chmod(0o644)
+    path.write_bytes(replace(marker, created_at_utc="2026-01-01T00:00:00Z").canonical_bytes())
+    orphans = env.journal.find_orphan_markers()
+    assert [(o.operation_id, o.reason) for o in orphans] == [
+        (op.operation_id, "journal attempt differs from the marker: possible remote effect")]
+
+
 # --- retirement refusals -------------------------------------------------------------------------
 
 OPERATOR = Actor(ActorKind.OPERATOR, "oncall-1", reconciliation_id="recon-kill-1")
@@ -126,7 +142,7 @@ def test_retirement_names_the_malformed_digest(journal_env: JournalEnv, field: s
     values = {"marker_digest": digest("m"), "evidence_digest": digest("e"), field: "not-a-digest"}
     with pytest.raises((ValueError, JournalRejection)) as caught:
         env.journal.retire_orphan_marker(MarkerRetirement(op.operation_id, 1, actor=OPERATOR, **values))
-    assert field in str(caught.value)
+    assert re.search(rf"(^|\s){field} must be 'sha256:<64 lowercase hex>'", str(caught.value)), str(caught.value)
     assert env.journal.get_operation(op.operation_id) == op
 
 
