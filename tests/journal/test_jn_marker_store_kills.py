@@ -99,3 +99,9 @@ def test_unreadable_marker_files_are_listed_not_fatal(tmp_path: Path, body: byte
     scanned: list[Any] = list(store.scan())
     assert len(scanned) == 1 and isinstance(scanned[0], UnreadableMarker)
     assert (scanned[0].operation_id, scanned[0].attempt_ordinal) == ("op_1", 2)
+
+
+def test_marker_bytes_are_ascii_whatever_the_creation_time_text() -> None:
+    raw = replace(MARKER, created_at_utc="2026-09-01T00:00:00Z\u00e9").canonical_bytes()
+    assert b'"created_at_utc":"2026-09-01T00:00:00Z\\u00e9"' in raw
+    raw.decode("ascii")
