@@ -157,8 +157,15 @@ def test_generation_accepts_zero_and_orders_by_instant_then_revision() -> None:
     assert ident.Generation("2026-08-29T23:59:59Z", 9) < ident.Generation("2026-08-30T00:00:00Z", 0)
 
 
-@pytest.mark.parametrize("bad", ["2026-08-30T00:00:00", "x2026-08-30T00:00:00Z", "2026-08-30T00:00:00Zx",
-                                 "2026-13-01T00:00:00Z", "2026-08-30T24:00:00Z"])
+def test_the_rendered_path_must_be_relative_to_the_bound_authority() -> None:
+    for path in ("https://evil.example/x", "v1/jobs", ""):
+        with pytest.raises(ValueError, match="relative to the bound authority"):
+            compute({**BASE, "normalized_rendered_path_and_query": path})
+
+
+# "2026-8-30T0:0:0Z" is accepted by strptime: only the fixed-width pattern refuses it.
+@pytest.mark.parametrize("bad", ["2026-8-30T0:0:0Z", "2026-08-30T00:00:00", "x2026-08-30T00:00:00Z",
+                                 "2026-08-30T00:00:00Zx", "2026-13-01T00:00:00Z", "2026-08-30T24:00:00Z"])
 def test_generation_refuses_non_canonical_instants(bad: str) -> None:
     with pytest.raises(ValueError):
         ident.Generation(bad)

@@ -33,13 +33,24 @@ from jn_builders import (
 from sink.bounded_yaml import load_bounded_yaml_file
 from sink.contracts.errors import DeliveryError, ErrorCode
 from sink.contracts.state import ExecutionState, RemoteEffect
-from sink.design.query import BUNDLED_CONTRACT, DesignContract
+from sink.design.query import BUNDLED_CONTRACT, DesignContract, load_design_contract
 from sink.journal.frontier import contiguous_frontier
+from sink.journal.interval_map import bounding_scope, highest_overlapping
 from sink.journal.markers import FileMarkerStore
 from sink.journal.port import RejectionReason, TransitionRejected
-from sink.journal.records import GenerationKey, LeaseKind, MutationKind, OperationRow, ScopeRange, SubmitRequest
+from sink.journal.records import (
+    Actor,
+    ActorKind,
+    GenerationKey,
+    LeaseKind,
+    MutationKind,
+    OperationRow,
+    ScopeRange,
+    SubmitRequest,
+)
 from sink.journal.sqlite.adapter import open_sqlite_journal
 from sink.journal.submit_policy import check_not_stale, check_submit_permitted
+from sink.journal.transition_policy import require_lease_owner
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -267,3 +278,58 @@ def test_submit_with_a_named_transition_uses_only_that_one(journal_env: JournalE
     assert env.journal.list_attempts(op.operation_id) == ()
     grant = env.journal.reserve_and_mark_submitting(replace(request, transition_id="submit_started"))
     assert grant.operation.axes.execution_state is ExecutionState.SUBMITTING
+
+
+# --- interval map lookups -------------------------------------------------------------------------
+
+
+def test_highest_overlapping_is_the_highest_of_several_pieces() -> None:
+    pieces = [(ScopeRange(day(1), day(2)), GEN1), (ScopeRange(day(2), day(3)), GEN2),
+              (ScopeRange(day(3), day(4)), GEN1)]
+    assert highest_overlapping(pieces, ScopeRange(day(1), day(4))) == GEN2
+    assert highest_overlapping(pieces, ScopeRange(day(3), day(5))) == GEN1
+    assert highest_overlapping(pieces, ScopeRange(day(4), day(5))) is None
+
+
+def test_bounding_scope_covers_every_scope() -> None:
+    scopes = [ScopeRange(day(3), day(5)), ScopeRange(day(1), day(2)), ScopeRange(day(4), day(9))]
+    assert bounding_scope(scopes) == ScopeRange(day(1), day(9))
+
+
+# --- transition policy --------------------------------------------------------------------------
+
+
+def test_submit_from_planned_is_refused_by_state(journal_env: JournalEnv) -> None:
+    env = journal_env
+    env.journal.configure_capacity(CAPACITY, 4)
+    planned = env.journal.admit_parent(admission("planned", [child(0, day(1), day(8), key="planned.c0")])).children[0]
+    take_lease(env.journal, LeaseKind.MUTATION, planned.operation_id)
+    marker_digest = publish_marker(env.journal, env.markers, planned)
+    with pytest.raises(TransitionRejected) as caught:
+        env.journal.reserve_and_mark_submitting(SubmitRequest(
+            planned.operation_id, planned.revision, 1, marker_digest, WORKER, CAPACITY))
+    assert caught.value.reason is RejectionReason.SUBMIT_NOT_PERMITTED_FROM_STATE
+
+
+def test_an_automatic_actor_with_a_reconciliation_id_is_not_an_operator(journal_env: JournalEnv) -> None:
+    env = journal_env
+    env.journal.configure_capacity(CAPACITY, 4)
+    op = submit(env.journal, env.markers, _one(env, "rec", day(1), day(8))).operation
+    unknown = step(env.journal, op, "request_outcome_unknown")
+    with pytest.raises(TransitionRejected) as caught:
+        step(env.journal, unknown, "reconciliation_opened",
+             actor=Actor(ActorKind.AUTOMATIC, "supervisor", reconciliation_id="r-1"))
+    assert caught.value.reason is RejectionReason.OPERATOR_REQUIRED
+    assert env.journal.get_operation(op.operation_id) == unknown
+
+
+def test_a_required_lease_needs_a_claimed_owner() -> None:
+    contract = load_design_contract()
+    sealed = contract.tuple_named("sealed")
+    assert sealed is not None
+    submit_started = contract.transition_by_id("submit_started", sealed)
+    assert submit_started is not None
+    with pytest.raises(TransitionRejected) as caught:
+        require_lease_owner(submit_started, LeaseKind.MUTATION, None)
+    assert caught.value.reason is RejectionReason.LEASE_NOT_HELD
+    assert require_lease_owner(submit_started, LeaseKind.MUTATION, "w") == "w"

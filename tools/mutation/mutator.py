@@ -118,20 +118,20 @@ def _variants(site: _Site) -> Iterator[tuple[str, ast.AST]]:
     elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
         yield "not-drop", copy.deepcopy(node.operand)
     elif isinstance(node, ast.BinOp) and type(node.op) in _BINOP_SWAP:
-        new = copy.deepcopy(node)
-        new.op = _BINOP_SWAP[type(node.op)]()
-        yield "arith", new
+        arith = copy.deepcopy(node)
+        arith.op = _BINOP_SWAP[type(node.op)]()
+        yield "arith", arith
     elif isinstance(node, ast.Set) or (isinstance(node, ast.Tuple | ast.List) and isinstance(node.ctx, ast.Load)):
         for i in range(len(node.elts)):
-            new = copy.deepcopy(node)
-            del new.elts[i]
-            yield "member-drop", new
+            fewer = copy.deepcopy(node)
+            del fewer.elts[i]
+            yield "member-drop", fewer
     elif isinstance(node, ast.Dict):
         for i in range(len(node.keys)):
-            new = copy.deepcopy(node)
-            del new.keys[i]
-            del new.values[i]
-            yield "entry-drop", new
+            smaller = copy.deepcopy(node)
+            del smaller.keys[i]
+            del smaller.values[i]
+            yield "entry-drop", smaller
     elif isinstance(node, ast.Raise):
         yield "raise-drop", ast.Pass()
     elif isinstance(node, ast.Break):
