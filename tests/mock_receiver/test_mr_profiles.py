@@ -63,5 +63,6 @@ def test_the_sinks_compiler_compiles_a_workload_against_each_profile(tmp_path: P
     path = tmp_path / "workload.yaml"
     path.write_text(yaml.safe_dump(workload))
     plan = compile_files(default_paths(path, profiles_dir=PROFILES, bindings_dir=SCENARIOS / "bindings",
-                                       environment=SCENARIOS / "environments" / "local.yaml"))
+                                       environment=SCENARIOS / "environments" / "local.yaml",
+                                       mappings_dir=SCENARIOS / "mappings"))
     assert plan.profile.ref == profile_ref

@@ -16,6 +16,7 @@ from sink.runtime.failpoints import (
     DISARMED,
     ENV_VAR,
     JOURNAL_WRITES,
+    PREPARATION_POINTS,
     REQUEST_BOUNDARIES,
     REQUEST_KINDS,
     FailpointConfigError,
@@ -45,7 +46,8 @@ def _run(armed: str | None, *names: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_list_covers_every_journal_write_and_request_boundary() -> None:
-    assert len(ALL_FAILPOINTS) == len(set(ALL_FAILPOINTS)) == 2 * len(JOURNAL_WRITES) + 18
+    assert len(ALL_FAILPOINTS) == len(set(ALL_FAILPOINTS)) == len(PREPARATION_POINTS) + 2 * len(JOURNAL_WRITES) + 18
+    assert set(PREPARATION_POINTS) <= set(ALL_FAILPOINTS)  # freeze/seal/admit points are armed by the same list
     for write in JOURNAL_WRITES:
         assert f"journal.{write}.before" in ALL_FAILPOINTS
         assert f"journal.{write}.after" in ALL_FAILPOINTS
