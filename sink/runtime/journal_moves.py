@@ -8,11 +8,12 @@ evidence digest scheme.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from datetime import timedelta
 
 from sink.canonical import CanonicalValue, hash_fields
 from sink.contracts.transport import TransportOutcome
 from sink.journal.port import DeliveryJournalPort
-from sink.journal.records import OperationRow, Receipt, TransitionRequest
+from sink.journal.records import LeaseKind, LeaseRequest, OperationRow, Receipt, TransitionRequest
 from sink.runtime import ContractMove
 from sink.runtime.failpoints import journal_point, request_point
 from sink.runtime.ports import Failpoint
@@ -66,6 +67,12 @@ class JournalMoves:
     def __init__(self, journal: DeliveryJournalPort, failpoint: Failpoint) -> None:
         self._journal = journal
         self._failpoint = failpoint
+
+    def lease(self, kind: LeaseKind, subject: str, owner: str, ttl: timedelta) -> None:
+        """Take or renew a lease (database clock) between its two failpoints."""
+        self._failpoint(journal_point("acquire_lease", "before"))
+        self._journal.acquire_lease(LeaseRequest(kind=kind, subject_id=subject, owner=owner, ttl=ttl))
+        self._failpoint(journal_point("acquire_lease", "after"))
 
     def apply(
         self, row: OperationRow, move: ContractMove, *, write: str, lease_owner: str | None,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from sink.contracts.state import ExecutionState
 from sink.contracts.transport import ResponseEvidence
-from sink.journal.records import LeaseKind, LeaseRequest, OperationRow
+from sink.journal.records import LeaseKind, OperationRow
 from sink.runtime.failpoints import journal_point, request_point
 from sink.runtime.journal_moves import JournalMoves, boundary_observer, outcome_digest
 from sink.runtime.poll_classification import PollContext, classify_poll
@@ -44,11 +44,7 @@ class ObserveStep:
         request = None if receipt is None else ports.requests.poll_request(row, receipt)
         if poll is None or budget is None or receipt is None or request is None:
             raise ReceiptMissing(f"operation {row.operation_id} is waiting without a pollable receipt")
-        ports.failpoint(journal_point("acquire_lease", "before"))
-        ports.journal.acquire_lease(
-            LeaseRequest(LeaseKind.OBSERVATION, row.operation_id, config.worker_id, ttl=config.lease_ttl)
-        )
-        ports.failpoint(journal_point("acquire_lease", "after"))
+        self._moves.lease(LeaseKind.OBSERVATION, row.operation_id, config.worker_id, config.lease_ttl)
         errors, polls, delay_ms = 0, row.observation_count, budget.initial_delay_ms
         deadline_ms = min(profile.timeouts.operation_total_ms, profile.timeouts.receiver_expiry_ms or 2**62)
         last: ResponseEvidence | None = None

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from sink.contracts.transport import ResponseEvidence, TransportOutcome
 from sink.journal.markers import MayAttemptMarker
-from sink.journal.records import LeaseKind, LeaseRequest, OperationRow, SubmitRequest
+from sink.journal.records import LeaseKind, OperationRow, SubmitRequest
 from sink.runtime.failpoints import journal_point, request_point
 from sink.runtime.journal_moves import JournalMoves, boundary_observer, outcome_digest
 from sink.runtime.ports import SupervisorConfig, SupervisorPorts
@@ -76,11 +76,7 @@ class SubmitStep:
         return self._send_until_decided(grant.operation, operation_started_ms)
 
     def _lease(self, kind: LeaseKind, subject: str) -> None:
-        self._ports.failpoint(journal_point("acquire_lease", "before"))
-        self._ports.journal.acquire_lease(
-            LeaseRequest(kind=kind, subject_id=subject, owner=self._config.worker_id, ttl=self._config.lease_ttl)
-        )
-        self._ports.failpoint(journal_point("acquire_lease", "after"))
+        self._moves.lease(kind, subject, self._config.worker_id, self._config.lease_ttl)
 
     def _send_until_decided(self, submitting: OperationRow, operation_started_ms: int) -> AttemptResult:
         ports, profile = self._ports, self._config.profile

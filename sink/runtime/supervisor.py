@@ -28,7 +28,7 @@ from sink.contracts.errors import ErrorCode, ExitClass
 from sink.contracts.state import ExecutionState
 from sink.contracts.transport import ResponseEvidence
 from sink.journal.port import CapacityExhausted, JournalRejection, LeaseUnavailable
-from sink.journal.records import FrontierResult, LeaseKind, LeaseRequest, OperationRow
+from sink.journal.records import FrontierResult, LeaseKind, OperationRow
 from sink.runtime import plan_move
 from sink.runtime.failpoints import journal_point, request_point
 from sink.runtime.journal_moves import JournalMoves, boundary_observer, facts_digest
@@ -222,10 +222,7 @@ class Supervisor:
 
     # ----- plumbing ------------------------------------------------------------------------------
     def _lease(self, kind: LeaseKind, subject: str) -> None:
-        self._ports.failpoint(journal_point("acquire_lease", "before"))
-        self._ports.journal.acquire_lease(LeaseRequest(kind, subject, self._config.worker_id,
-                                                       ttl=self._config.lease_ttl))
-        self._ports.failpoint(journal_point("acquire_lease", "after"))
+        self._moves.lease(kind, subject, self._config.worker_id, self._config.lease_ttl)
 
     def _release(self, row: OperationRow) -> None:
         for kind in (LeaseKind.MUTATION, LeaseKind.OBSERVATION):
