@@ -3,46 +3,28 @@ method, path and query, semantic headers, multipart scalar parts and file name o
 
 Pure (no I/O, no clock, no credential): the same plan and child identity always render the same
 request, and ``rendered_request_semantics_digest`` is computed from exactly this rendering
-(seed: "Canonical identity and conflict policy"). Symbol values are percent-encoded for their
-location; template literals were restricted at compile time, so this is the only encoding.
+(seed: "Canonical identity and conflict policy"). Symbol values are encoded for their location by
+``sink.request_templates``, the one template renderer (the runtime renders its read-only poll and
+summary paths with it too); template literals were restricted at compile time.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from datetime import date
-from urllib.parse import quote
 
 from sink.contracts.plan import CompiledPlan
 from sink.contracts.profile_request import MultipartFileBody
 from sink.identity import rendered_request_semantics_digest, semantic_headers
+from sink.request_templates import (
+    RenderError,
+    RequestSymbols,
+    render_filename,
+    render_path_and_query,
+    render_scalar_parts,
+    render_semantic_headers,
+)
 
-_PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
-_PATH_SAFE = "-._~!$&'()*+,;=:@"
-_QUERY_SAFE = "-._~!$'()*+,;:@/"
-
-
-@dataclass(frozen=True, slots=True)
-class RequestSymbols:
-    resource: str
-    delivery_key: str
-    receiver_mutation_key: str
-    scope_from: date
-    scope_to: date
-
-    def value(self, symbol: str) -> str:
-        values = {
-            "resource": self.resource,
-            "delivery_key": self.delivery_key,
-            "receiver_mutation_key": self.receiver_mutation_key,
-            "scope.from": self.scope_from.isoformat(),
-            "scope.to": self.scope_to.isoformat(),
-        }
-        if symbol not in values:
-            raise ValueError("not a request symbol")  # the compiler already refused it
-        return values[symbol]
-
+__all__ = ["RenderError", "RenderedRequest", "RequestSymbols", "render_request"]
 
 @dataclass(frozen=True, slots=True)
 class RenderedRequest:
@@ -83,28 +65,19 @@ class RenderedRequest:
         )
 
 
-def _fill(template: str, symbols: RequestSymbols, safe: str | None) -> str:
-    def substitute(match: re.Match[str]) -> str:
-        text = symbols.value(match.group(1))
-        return text if safe is None else quote(text, safe=safe)
-
-    return _PLACEHOLDER.sub(substitute, template)
-
-
 def render_request(plan: CompiledPlan, symbols: RequestSymbols) -> RenderedRequest:
+    """Raises ``RenderError`` (stable code, value never repeated) for a value that could change the
+    request's shape: an empty or dot path segment, a header or scalar that is not bounded visible
+    ASCII, a file name outside its character set."""
     request = plan.operation.request
-    path = _fill(request.path, symbols, _PATH_SAFE)
-    query = "&".join(f"{name}={_fill(value, symbols, _QUERY_SAFE)}" for name, value in request.query.items())
-    headers = tuple((name, _fill(value, symbols, None)) for name, value in request.headers.items())
+    path_and_query = render_path_and_query(request, symbols)
+    headers = render_semantic_headers(request, symbols)
     body = request.body
     if isinstance(body, MultipartFileBody):
         part = body.payload_part
-        scalars = tuple(
-            (name, spec.value if spec.value is not None else symbols.value(str(spec.value_from)))
-            for name, spec in body.scalar_parts.items()
-        )
-        return RenderedRequest(request.method, path + (f"?{query}" if query else ""), headers, request.media_type,
-                               None, scalars, part.name, _fill(part.filename, symbols, None), part.content_type)
+        return RenderedRequest(request.method, path_and_query, headers, request.media_type, None,
+                               render_scalar_parts(body, symbols), part.name, render_filename(part, symbols),
+                               part.content_type)
     encoding = "gzip" if body.compression == "gzip" else None
-    return RenderedRequest(request.method, path + (f"?{query}" if query else ""), headers, request.media_type,
-                           encoding, (), None, None, None)
+    return RenderedRequest(request.method, path_and_query, headers, request.media_type, encoding, (), None, None,
+                           None)

@@ -22,9 +22,9 @@ from sink.contracts.plan import CompiledPlan
 from sink.contracts.transport import JsonScalar, PreparedRequest
 from sink.journal.records import OperationRow, Receipt
 from sink.payload.body import PAYLOAD_SCHEMA_ID, WireBody
+from sink.request_templates import RequestSymbols, render_poll_path, render_read_path
 from sink.runtime.summary_digest import rows_digest
 from sink.runtime.verification import ExpectedDelivery
-from sink.transport.render import RequestSymbols, render_poll_path, render_read_path
 
 
 def _pointers(plan: CompiledPlan) -> tuple[str, ...]:

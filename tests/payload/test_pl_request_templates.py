@@ -10,7 +10,7 @@ import pytest
 from sink.compiler.loading import load_document
 from sink.contracts.profile import OperationProfile
 from sink.contracts.profile_request import MultipartFileBody, ScalarPart
-from sink.transport.render import (
+from sink.request_templates import (
     RenderError,
     RequestSymbols,
     render_filename,
