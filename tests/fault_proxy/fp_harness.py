@@ -155,7 +155,7 @@ def start_proxy(upstream: RecordingUpstream, seed: int = 0, stderr_path: Path | 
         stdout=subprocess.DEVNULL,
         stderr=stderr,
     )
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60
     while not ready.exists():
         if process.poll() is not None or time.monotonic() > deadline:
             process.kill()

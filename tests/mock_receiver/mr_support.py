@@ -101,7 +101,7 @@ class ServerProcess:
         self.data_url = ""
         self.admin_url = ""
 
-    def start(self, timeout: float = 20.0) -> ServerProcess:
+    def start(self, timeout: float = 60.0) -> ServerProcess:
         self.process = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                         env={**os.environ, "PYTHONUNBUFFERED": "1"})
         assert self.process.stdout is not None

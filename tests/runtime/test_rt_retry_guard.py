@@ -46,8 +46,9 @@ def test_new_attempt_needs_budget() -> None:
     assert may_start_attempt(tuple_named("sealed"), attempts_used=3, max_attempts=3).permitted is False
 
 
-@pytest.mark.parametrize("name", [t for t in (CONTRACT.name_of(s) for s in CONTRACT.legal_tuples)
-                                  if t not in ("sealed", "retry_wait")])
+# Sorted: legal_tuples is a set, and xdist workers must collect the same ids in the same order.
+@pytest.mark.parametrize("name", sorted(t for t in (CONTRACT.name_of(s) for s in CONTRACT.legal_tuples)
+                                        if t is not None and t not in ("sealed", "retry_wait")))
 def test_no_new_attempt_from_any_other_tuple(name: str | None) -> None:
     assert name is not None
     current = tuple_named(name)

@@ -131,7 +131,7 @@ class FaultProxy:
              "--control", "127.0.0.1:0", "--seed", "0", "--ready-file", str(ready)],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 60
         while not ready.exists():
             if self.process.poll() is not None or time.monotonic() > deadline:
                 self.process.kill()
