@@ -155,6 +155,7 @@ async def reset(request: Request) -> dict[str, object]:
     receiver = receiver_of(request)
     await receiver.ledger.run(receiver.ledger.reset_all)
     receiver.faults.reset()
+    receiver.auth.counters.reset()
     return {"status": "reset"}
 
 
