@@ -4,6 +4,7 @@ a real server at ``--log-level trace`` over TLS, every method switched in throug
 from __future__ import annotations
 
 import base64
+from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import quote_plus
 
@@ -31,7 +32,7 @@ OAUTH = {"method": "oauth2_client_credentials", "client_id": "sink", "client_sec
          "token_ttl_seconds": 60}
 
 
-def _switch(admin: httpx.Client, base_document: dict[str, object], auth: dict[str, object]) -> None:
+def _switch(admin: httpx.Client, base_document: Mapping[str, object], auth: Mapping[str, object]) -> None:
     answer = admin.put("/_admin/behaviour", content=yaml.safe_dump({**base_document, "auth": auth}),
                        headers={"Content-Type": "application/yaml"})
     assert answer.status_code == 200, answer.text

@@ -32,7 +32,8 @@ def _basic(client_id: str, secret: str) -> dict[str, str]:
     return {"Authorization": "Basic " + base64.b64encode(pair).decode(), **FORM}
 
 
-def _token(client: Any, body: str = "grant_type=client_credentials", headers: dict[str, str] | None = None) -> Any:
+def _token(client: Any, body: str | bytes = "grant_type=client_credentials",
+           headers: dict[str, str] | None = None) -> Any:
     return client.post("/oauth/token", content=body, headers=headers or _basic("sink:client", SECRET))
 
 
