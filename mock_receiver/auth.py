@@ -30,6 +30,7 @@ from mock_receiver.auth_spec import (
     NoAuth,
     OAuthClientCredentialsAuth,
 )
+from mock_receiver.behaviour import Behaviour
 from mock_receiver.oauth_tokens import TokenStore
 from mock_receiver.problems import ProblemError
 from mock_receiver.secret_sources import read_secret
@@ -237,6 +238,7 @@ class GateSource(Protocol):
     behaviour switch takes effect at once."""
 
     auth: AuthGate
+    behaviour: Behaviour
 
 
 class AuthMiddleware:
@@ -256,9 +258,25 @@ class AuthMiddleware:
         extensions = scope.get("extensions") or {}
         problem = self.gate_of.auth.check(Headers(scope=scope), extensions.get("tls"))
         if problem is not None:
+            await _drain(receive, self.gate_of.behaviour.limits.max_body_bytes)
             await problem.response()(scope, receive, send)
             return
         await self.app(scope, receive, send)
+
+
+async def _drain(receive: Receive, limit: int) -> None:
+    """Read and drop the refused request's body (up to the behaviour's body limit) before answering.
+    Closing a connection whose body is still arriving makes the kernel reset it, and the client may
+    then see a transport error, "effect unknown", instead of the definite 401 that proves nothing
+    was applied."""
+    size = 0
+    while size <= limit:
+        message = await receive()
+        if message["type"] != "http.request":
+            return  # the client is gone
+        size += len(message.get("body", b""))
+        if not message.get("more_body", False):
+            return
 
 
 __all__ = ["AuthCounters", "AuthGate", "AuthMiddleware", "GateSource"]

@@ -3,6 +3,7 @@ secret-source bounds, the TLS extension built from a connection."""
 
 from __future__ import annotations
 
+import asyncio
 import ssl
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ from mr_auth_support import SUMMARY
 from mr_support import behaviour_with, client_for
 from starlette.datastructures import Headers
 
-from mock_receiver.auth import AuthGate
+from mock_receiver.auth import AuthGate, AuthMiddleware
 from mock_receiver.auth_spec import BearerAuth, MutualTlsAuth, OAuthClientCredentialsAuth
 from mock_receiver.behaviour import BehaviourError, parse_behaviour
 from mock_receiver.secret_sources import MAX_SECRET_BYTES, AuthConfigError, read_file_secret
@@ -161,3 +162,45 @@ def test_the_tls_extension_of_a_connection() -> None:
     assert without["client_cert_chain"] == [] and without["client_cert_dict"] is None
     assert without["tls_version"] == 0x0303
 
+
+
+class _Holder:
+    def __init__(self, gate: AuthGate, max_body_bytes: int) -> None:
+        self.auth = gate
+        self.behaviour = behaviour_with("dataset-jobs", limits={"max_body_bytes": max_body_bytes})
+
+
+def _run_refused(chunks: int, chunk_size: int, max_body_bytes: int) -> tuple[int, list[str]]:
+    """(body messages the middleware consumed, events in order) for an unauthenticated POST."""
+    events: list[str] = []
+    consumed = 0
+
+    async def receive() -> dict[str, object]:
+        nonlocal consumed
+        consumed += 1
+        events.append("body")
+        return {"type": "http.request", "body": b"x" * chunk_size, "more_body": consumed < chunks}
+
+    async def send(message: dict[str, object]) -> None:
+        events.append(str(message["type"]))
+
+    async def never(*_: object) -> None:
+        raise AssertionError("a refused request must not reach the application")
+
+    gate = AuthGate(BearerAuth(method="bearer", token_env="MR_GATE_TOKEN"))
+    middleware = AuthMiddleware(never, _Holder(gate, max_body_bytes))  # type: ignore[arg-type]
+    scope = {"type": "http", "method": "POST", "path": "/mock/v1/resources/measurements/batches",
+             "headers": [(b"content-length", str(chunks * chunk_size).encode())]}
+    asyncio.run(middleware(scope, receive, send))  # type: ignore[arg-type]
+    return consumed, events
+
+
+def test_a_refused_body_is_drained_before_the_answer_up_to_the_body_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MR_GATE_TOKEN", "t0ken")
+    consumed, events = _run_refused(chunks=5, chunk_size=1000, max_body_bytes=16_000)
+    assert consumed == 5
+    assert events[:6] == ["body"] * 5 + ["http.response.start"]
+    # Past the limit it stops reading (the connection then closes), and still answers 401.
+    consumed, events = _run_refused(chunks=100, chunk_size=1000, max_body_bytes=4096)
+    assert consumed == 5
+    assert "http.response.start" in events
