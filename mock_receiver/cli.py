@@ -20,18 +20,11 @@ from fastapi import FastAPI
 
 from mock_receiver.app import create_admin_app, create_data_app, open_receiver
 from mock_receiver.auth_spec import MutualTlsAuth
-from mock_receiver.behaviour import Behaviour, BehaviourError, load_behaviour_file
+from mock_receiver.behaviour import BehaviourError, load_behaviour_file
 from mock_receiver.guard import NoTracebacks
 from mock_receiver.ledger import LedgerRefused
 from mock_receiver.secret_sources import AuthConfigError
-from mock_receiver.tls import (
-    DEFAULT_CLIENT_CN,
-    TlsMaterial,
-    TlsSetupError,
-    generate_tls_material,
-    server_context,
-    uvicorn_tls_options,
-)
+from mock_receiver.tls import TlsMaterial, TlsSetupError, server_context, tls_material_for, uvicorn_tls_options
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Vendor-emulating REST receiver with a "
                   "durable ground-truth effect ledger.")
@@ -119,20 +112,6 @@ def _config(app_: FastAPI, host: str, port: int, *, log_level: str, http: HttpIm
                           lifespan="off", server_header=False, loop=loop.value, **options)
 
 
-def _tls_material(tls_dir: Path | None, loaded: Behaviour, host: str) -> TlsMaterial | None:
-    auth = loaded.auth
-    if tls_dir is None:
-        if isinstance(auth, MutualTlsAuth):
-            raise _fail("auth method mtls needs --tls-dir (the listener must be HTTPS)")
-        return None
-    cn = auth.subject_cn or DEFAULT_CLIENT_CN if isinstance(auth, MutualTlsAuth) else DEFAULT_CLIENT_CN
-    san = auth.subject_san if isinstance(auth, MutualTlsAuth) else None
-    try:
-        return generate_tls_material(tls_dir, host=host, client_cn=cn, client_san=san)
-    except TlsSetupError as error:
-        raise _fail(str(error)) from None
-
-
 async def _run(primary: _PrimaryServer, companion: _CompanionServer | None, host: str, state_dir: Path,
                sockets: list[socket.socket], *, tls: TlsMaterial | None = None) -> None:
     companion_task = asyncio.create_task(companion.serve([sockets[1]])) if companion is not None else None
@@ -178,6 +157,9 @@ def serve(
     tls_dir: Annotated[Path | None, typer.Option(
         "--tls-dir", help="Serve the data API over HTTPS; a fresh test CA, server and client certificates "
         "are written here at start.")] = None,
+    client_key_passphrase_env: Annotated[str | None, typer.Option(
+        "--client-key-passphrase-env", help="With --tls-dir: also write client-encrypted.key, the good client "
+        "key encrypted with the passphrase in this environment variable.")] = None,
 ) -> None:
     """Serve the data API (and the admin API) until interrupted."""
     try:
@@ -191,7 +173,10 @@ def serve(
     for option, choice, module in (("--http", http.value, "httptools"), ("--loop", loop.value, "uvloop")):
         if choice == module and importlib.util.find_spec(module) is None:
             raise _fail(f"{option} {choice} needs the {module} package, which is not installed")
-    tls = _tls_material(tls_dir, loaded, host)
+    try:
+        tls = tls_material_for(tls_dir, loaded.auth, host, client_key_passphrase_env)
+    except TlsSetupError as error:
+        raise _fail(str(error)) from None
     sockets = [open_listener(host, port, "data API")]
     if admin_port is not None:
         sockets.append(open_listener(host, admin_port, "admin API"))

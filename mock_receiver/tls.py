@@ -10,7 +10,8 @@
 * ``client-wrong-subject.*``: the same CA, another subject (the mTLS subject check answers 403);
 * ``client-expired.*``: the good subject, but its validity ended yesterday (refused at the handshake);
 * ``client-foreign.*`` (+ ``foreign-ca.pem``): the good subject, from a CA the listener does not
-  trust (refused at the handshake).
+  trust (refused at the handshake);
+* ``client-encrypted.key``: with a key passphrase, the good pair's key encrypted with it (PKCS#8).
 """
 
 from __future__ import annotations
@@ -26,9 +27,12 @@ from pathlib import Path
 from typing import Any
 
 import trustme
+from cryptography.hazmat.primitives import serialization
 from uvicorn.config import HTTP_PROTOCOLS
 from uvicorn.importer import import_from_string
 
+from mock_receiver.auth_spec import AuthSpec, MutualTlsAuth
+from mock_receiver.secret_sources import AuthConfigError, read_env_secret
 from mock_receiver.tls_peer import with_tls_extension
 
 SERVER_IDENTITIES = ("127.0.0.1", "localhost", "::1")
@@ -92,8 +96,14 @@ def _write_leaf(directory: Path, name: str, leaf: trustme.LeafCert) -> None:
     _write(directory / f"{name}.key", leaf.private_key_pem.bytes(), secret=True)
 
 
+def _encrypted_key(leaf: trustme.LeafCert, passphrase: str) -> bytes:
+    key = serialization.load_pem_private_key(leaf.private_key_pem.bytes(), password=None)
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.BestAvailableEncryption(passphrase.encode("utf-8")))
+
+
 def generate_tls_material(directory: Path, *, host: str, client_cn: str = DEFAULT_CLIENT_CN,
-                          client_san: str | None = None) -> TlsMaterial:
+                          client_san: str | None = None, key_passphrase: str | None = None) -> TlsMaterial:
     """Write a new server CA, client CA, server certificate and the four client pairs into ``directory``."""
     try:
         directory.mkdir(parents=True, exist_ok=True)
@@ -108,7 +118,10 @@ def generate_tls_material(directory: Path, *, host: str, client_cn: str = DEFAUL
         wrong_cn = f"not-{client_cn}"[:64]
         wrong = (f"not-{client_san}",) if client_san else ()
         now = datetime.datetime.now(datetime.UTC)
-        _write_leaf(directory, "client", client_ca.issue_cert(*good, common_name=client_cn))
+        client = client_ca.issue_cert(*good, common_name=client_cn)
+        _write_leaf(directory, "client", client)
+        if key_passphrase is not None:
+            _write(directory / "client-encrypted.key", _encrypted_key(client, key_passphrase), secret=True)
         _write_leaf(directory, "client-wrong-subject", client_ca.issue_cert(*wrong, common_name=wrong_cn))
         _write_leaf(directory, "client-expired", client_ca.issue_cert(
             *good, common_name=client_cn, not_before=now - datetime.timedelta(days=2),
@@ -117,6 +130,25 @@ def generate_tls_material(directory: Path, *, host: str, client_cn: str = DEFAUL
     except OSError as error:
         raise TlsSetupError(f"--tls-dir {directory}: {error.strerror or error.__class__.__name__}") from None
     return TlsMaterial(directory=directory, client_cn=client_cn, client_san=client_san)
+
+
+def tls_material_for(tls_dir: Path | None, auth: AuthSpec, host: str, passphrase_env: str | None
+                     ) -> TlsMaterial | None:
+    """The material ``serve`` options ask for (None without ``--tls-dir``); the good client pair carries
+    the subject an ``mtls`` section expects."""
+    if tls_dir is None:
+        if isinstance(auth, MutualTlsAuth):
+            raise TlsSetupError("auth method mtls needs --tls-dir (the listener must be HTTPS)")
+        if passphrase_env is not None:
+            raise TlsSetupError("--client-key-passphrase-env needs --tls-dir")
+        return None
+    try:
+        passphrase = read_env_secret(passphrase_env) if passphrase_env is not None else None
+    except AuthConfigError as error:
+        raise TlsSetupError(f"--client-key-passphrase-env: {error}") from None
+    mtls = auth if isinstance(auth, MutualTlsAuth) else None
+    return generate_tls_material(tls_dir, host=host, client_cn=(mtls and mtls.subject_cn) or DEFAULT_CLIENT_CN,
+                                 client_san=mtls.subject_san if mtls else None, key_passphrase=passphrase)
 
 
 def server_context(material: TlsMaterial, *, require_client_cert: bool) -> ssl.SSLContext:

@@ -17,7 +17,9 @@ API_KEY = "SENTINEL-APIKEY-d4e5f6"
 PASSWORD = "SENTINEL-PASSWORD-g7h8"
 CLIENT_SECRET = "SENTINEL-CLIENTSECRET-i9j0"
 WRONG = "SENTINEL-WRONG-k1l2"
-ENV = {"MR_LOG_TOKEN": TOKEN, "MR_LOG_KEY": API_KEY, "MR_LOG_PASSWORD": PASSWORD, "MR_LOG_SECRET": CLIENT_SECRET}
+PASSPHRASE = "SENTINEL-PASSPHRASE-m3n4"
+ENV = {"MR_LOG_TOKEN": TOKEN, "MR_LOG_KEY": API_KEY, "MR_LOG_PASSWORD": PASSWORD, "MR_LOG_SECRET": CLIENT_SECRET,
+       "MR_LOG_PASSPHRASE": PASSPHRASE}
 
 METHODS = [
     ({"method": "bearer", "token_env": "MR_LOG_TOKEN"},
@@ -42,7 +44,8 @@ def test_sentinel_secrets_appear_in_no_log_ledger_or_answer(tmp_path: Path) -> N
     behaviour = behaviour_file(tmp_path, METHODS[0][0], base="json-batches")
     base_document = yaml.safe_load(behaviour.read_text(encoding="utf-8"))
     state = tmp_path / "state"
-    server = AuthServer(behaviour, state, env=ENV, extra=["--tls-dir", str(tmp_path / "tls"), "--log-level", "trace"])
+    server = AuthServer(behaviour, state, env=ENV, extra=["--tls-dir", str(tmp_path / "tls"), "--log-level", "trace",
+                                                      "--client-key-passphrase-env", "MR_LOG_PASSPHRASE"])
     answers: list[str] = []
     issued: list[str] = []
     with server, httpx.Client(base_url=server.data_url, verify=client_context(server.tls_dir)) as data, \
@@ -70,8 +73,10 @@ def test_sentinel_secrets_appear_in_no_log_ledger_or_answer(tmp_path: Path) -> N
     logs = server.stdout + server.stderr
     assert "HTTP connection made" in logs and "ASGI [" in logs  # trace level really was on
     ledger = b"".join(path.read_bytes() for path in state.iterdir() if path.name.startswith("ledger"))
-    everything = [TOKEN, API_KEY, PASSWORD, CLIENT_SECRET, WRONG, quote_plus(CLIENT_SECRET), *issued,
+    everything = [TOKEN, API_KEY, PASSWORD, CLIENT_SECRET, WRONG, PASSPHRASE, quote_plus(CLIENT_SECRET), *issued,
                   *(base64.b64encode(f"loader:{secret}".encode()).decode() for secret in (PASSWORD, WRONG))]
+    for key in sorted((tmp_path / "tls").glob("*.key")):  # private key material: every base64 line
+        everything += [line for line in key.read_text(encoding="ascii").splitlines() if not line.startswith("-----")]
     for sentinel in everything:
         assert sentinel not in logs, sentinel
         assert sentinel.encode() not in ledger, sentinel

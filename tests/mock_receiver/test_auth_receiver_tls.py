@@ -14,6 +14,7 @@ from mr_auth_support import BATCHES, ROWS, SUMMARY, AuthServer, behaviour_file, 
 from mr_support import MOCK_RECEIVER_BIN
 
 TOKEN = "sentinel-tls-bearer-52be"
+PASSPHRASE = "sentinel-key-passphrase-0c9d"
 
 
 def test_the_endpoints_carry_the_https_url_and_the_tls_dir(tmp_path: Path) -> None:
@@ -53,7 +54,7 @@ def test_a_shared_admin_port_is_https_too(tmp_path: Path) -> None:
 def test_bearer_over_tls(tmp_path: Path) -> None:
     behaviour = behaviour_file(tmp_path, {"method": "bearer", "token_env": "MR_TLS_TOKEN"}, base="json-batches")
     with AuthServer(behaviour, tmp_path / "state", env={"MR_TLS_TOKEN": TOKEN},
-                    extra=["--tls-dir", str(tmp_path / "tls")]) as server:
+                    extra=["--tls-dir", str(tmp_path / "tls"), "--http", "h11"]) as server:
         with httpx.Client(base_url=server.data_url, verify=client_context(server.tls_dir)) as client:
             refused = client.post(BATCHES, json=ROWS)
             assert refused.status_code == 401 and refused.headers["www-authenticate"].startswith("Bearer")
@@ -71,7 +72,8 @@ MTLS = {"method": "mtls", "subject_cn": "sink-loader"}
 @pytest.fixture(scope="module")
 def mtls_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AuthServer]:
     tmp_path = tmp_path_factory.mktemp("mtls")
-    server = AuthServer(behaviour_file(tmp_path, MTLS), tmp_path / "state", extra=["--tls-dir", str(tmp_path / "tls")])
+    server = AuthServer(behaviour_file(tmp_path, MTLS), tmp_path / "state", env={"MR_KEY_PASSPHRASE": PASSPHRASE},
+                        extra=["--tls-dir", str(tmp_path / "tls"), "--client-key-passphrase-env", "MR_KEY_PASSPHRASE"])
     server.start()
     yield server
     server.stop()
@@ -84,6 +86,18 @@ def _get(server: AuthServer, pair: str | None) -> httpx.Response:
 def test_mtls_accepts_the_good_client_certificate(mtls_server: AuthServer) -> None:
     # Its CN is the behaviour's subject_cn: the subject check passes.
     assert _get(mtls_server, "client").status_code == 200
+
+
+def test_the_encrypted_client_key_needs_its_passphrase(mtls_server: AuthServer) -> None:
+    tls_dir = mtls_server.tls_dir
+    key = tls_dir / "client-encrypted.key"
+    assert b"ENCRYPTED PRIVATE KEY" in key.read_bytes() and key.stat().st_mode & 0o077 == 0
+    context = ssl.create_default_context(cafile=str(tls_dir / "ca.pem"))
+    context.load_cert_chain(str(tls_dir / "client.pem"), str(key), password=PASSPHRASE)
+    assert httpx.get(mtls_server.data_url + SUMMARY, verify=context, timeout=10).status_code == 200
+    with pytest.raises(ssl.SSLError):
+        ssl.create_default_context().load_cert_chain(str(tls_dir / "client.pem"), str(key), password="wrong")
+    assert PASSPHRASE not in mtls_server.stdout + mtls_server.stderr
 
 
 def test_mtls_answers_403_to_a_certificate_of_another_subject(mtls_server: AuthServer) -> None:
@@ -133,3 +147,7 @@ def test_mtls_without_a_tls_dir_and_an_unset_secret_exit_2(tmp_path: Path) -> No
     result = subprocess.run([*base, "--behaviour", str(behaviour_file(tmp_path, None)), "--tls-dir", str(blocked)],
                             capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 2 and "--tls-dir" in result.stderr and "Traceback" not in result.stderr
+    result = subprocess.run([*base, "--behaviour", str(behaviour_file(tmp_path, None)), "--tls-dir",
+                             str(tmp_path / "tls"), "--client-key-passphrase-env", "MR_UNSET_PASSPHRASE"],
+                            capture_output=True, text=True, timeout=60, check=False, env={"PATH": "/usr/bin:/bin"})
+    assert result.returncode == 2 and "MR_UNSET_PASSPHRASE is not set" in result.stderr
