@@ -48,12 +48,16 @@ class AuthCounters:
     """Refused data requests by problem slug."""
     token_refused: Counter[str] = field(default_factory=Counter)
     """Refused token requests by RFC 6749 error code."""
+    with_authorization_header: int = 0
+    """Data requests that carried an Authorization header, whatever the method (also ``none``): a test
+    proving that no credential reached a listener reads this."""
 
     def count_token_refusal(self, error: str) -> None:
         self.token_refused[error] += 1
 
     def reset(self) -> None:
         self.accepted = 0
+        self.with_authorization_header = 0
         self.refused.clear()
         self.token_refused.clear()
 
@@ -143,6 +147,8 @@ class AuthGate:
     def check(self, headers: Headers, tls: Mapping[str, object] | None) -> ProblemError | None:
         """None when the request may proceed; else the refusal (counted either way)."""
         problem = self._problem(headers, tls)
+        if "authorization" in headers:
+            self.counters.with_authorization_header += 1
         if problem is None:
             self.counters.accepted += 1
         else:

@@ -20,6 +20,7 @@ async def auth_status(request: Request) -> dict[str, object]:
         "method": gate.spec.method,
         "requests_accepted": gate.counters.accepted,
         "requests_refused": dict(sorted(gate.counters.refused.items())),
+        "requests_with_authorization_header": gate.counters.with_authorization_header,
         "tokens_issued": gate.tokens.issued,
         "tokens_active": gate.tokens.active(),
         "token_requests_refused": dict(sorted(gate.counters.token_refused.items())),

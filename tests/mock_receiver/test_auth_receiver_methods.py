@@ -214,3 +214,18 @@ def test_switching_the_behaviour_switches_the_credential_and_a_bad_one_changes_n
     assert client.get(SUMMARY, headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 401
     assert client.get(SUMMARY, headers={"X-Ingest-Key": API_KEY}).status_code == 200
     assert client.get("/_admin/behaviour").json()["auth"] == {**API_KEY_AUTH, "key_file": None}
+
+
+def test_requests_carrying_an_authorization_header_are_counted_for_every_method(make_client: Any) -> None:
+    open_client = make_client({"method": "none"})
+    open_client.get(SUMMARY)
+    open_client.get(SUMMARY, headers={"Authorization": "Bearer leaked"})
+    open_client.get("/_admin/health", headers={"Authorization": "Bearer not-data"})  # admin: not counted
+    assert open_client.get("/_admin/auth").json()["requests_with_authorization_header"] == 1
+    key_client = make_client(API_KEY_AUTH)
+    key_client.get(SUMMARY, headers={"X-Ingest-Key": API_KEY})
+    key_client.get(SUMMARY, headers={"X-Ingest-Key": API_KEY, "Authorization": "Basic eDp5"})
+    status = key_client.get("/_admin/auth").json()
+    assert status["requests_with_authorization_header"] == 1 and status["requests_accepted"] == 2
+    key_client.post("/_admin/reset", headers=ADMIN_HEADERS)
+    assert key_client.get("/_admin/auth").json()["requests_with_authorization_header"] == 0
