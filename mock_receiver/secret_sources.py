@@ -58,10 +58,6 @@ def read_file_secret(path_text: str) -> str:
 def read_secret(env: str | None, file: str | None, what: str) -> str:
     """The secret from exactly one of ``env`` / ``file`` (the schema guarantees one is set)."""
     try:
-        if env is not None:
-            return read_env_secret(env)
-        if file is not None:
-            return read_file_secret(file)
+        return read_env_secret(env) if env is not None else read_file_secret(file or "")
     except AuthConfigError as error:
         raise AuthConfigError(f"auth: the {what}: {error}") from None
-    raise AuthConfigError(f"auth: the {what} has no source")

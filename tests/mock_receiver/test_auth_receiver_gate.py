@@ -4,6 +4,7 @@ secret-source bounds, the TLS extension built from a connection."""
 from __future__ import annotations
 
 import asyncio
+import os
 import ssl
 from pathlib import Path
 from typing import Any
@@ -126,16 +127,34 @@ def test_schema_rules() -> None:
     assert parse_behaviour(base).auth.method == "none"
 
 
-def test_a_secret_file_is_bounded(tmp_path: Path) -> None:
+def test_a_secret_file_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "secret"
-    path.write_bytes(b"x" * MAX_SECRET_BYTES)
-    assert len(read_file_secret(str(path))) == MAX_SECRET_BYTES
-    path.write_bytes(b"x" * (MAX_SECRET_BYTES + 1))
+    path.write_bytes(b"x" * 65_536)  # 64 KiB, as documented
+    assert len(read_file_secret(str(path))) == MAX_SECRET_BYTES == 65_536
+    path.write_bytes(b"x" * 65_537)
     with pytest.raises(AuthConfigError, match="larger than"):
         read_file_secret(str(path))
     path.write_bytes(b"\xff\xfe")
     with pytest.raises(AuthConfigError, match="not UTF-8"):
         read_file_secret(str(path))
+    path.write_bytes(b"ok")
+
+    def failing_read(*_: object) -> bytes:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr("mock_receiver.secret_sources.os.read", failing_read)
+    with pytest.raises(AuthConfigError, match="Input/output error"):
+        read_file_secret(str(path))
+
+
+def test_only_a_regular_file_is_read(tmp_path: Path) -> None:
+    directory = tmp_path / "dir"
+    directory.mkdir()
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for path in (directory, fifo):
+        with pytest.raises(AuthConfigError, match="is not a regular file"):
+            read_file_secret(str(path))
 
 
 class _FakeSsl:

@@ -55,7 +55,7 @@ def test_a_token_from_basic_client_auth_opens_the_data_api(client: Any) -> None:
     body = answer.json()
     assert set(body) == {"access_token", "token_type", "expires_in"}
     assert body["token_type"] == "Bearer" and body["expires_in"] == 120
-    assert len(body["access_token"]) >= 40
+    assert len(body["access_token"]) == 43  # 256 random bits, base64url without padding
     assert client.get(SUMMARY, headers=_bearer(body["access_token"])).status_code == 200
     status = client.get("/_admin/auth").json()
     assert status["tokens_issued"] == 1 and status["tokens_active"] == 1 and status["requests_accepted"] == 1
@@ -126,6 +126,17 @@ def test_an_expired_or_unknown_token_is_401_and_a_new_one_works(client: Any) -> 
     assert client.post("/_admin/auth/expire-tokens", headers=ADMIN_HEADERS).json()["expired"] == 1
 
 
+def test_forced_expiry_counts_only_live_tokens() -> None:
+    now = [10.0]
+    store = TokenStore(clock=lambda: now[0])
+    store.issue(5, frozenset())
+    live = store.issue(50, frozenset())
+    now[0] = 15.0  # the first ends exactly now: already expired, not counted again
+    assert store.expire_all() == 1
+    assert store.lookup(live)[1] is False
+    assert store.expire_all() == 0
+
+
 def test_forcing_expiry_needs_the_admin_header(client: Any) -> None:
     token = _token(client).json()["access_token"]
     refused = client.post("/_admin/auth/expire-tokens", headers={"X-Restproof-Admin": "0"})
@@ -149,11 +160,14 @@ def test_tokens_expire_on_their_own_after_the_ttl() -> None:
 def test_the_token_store_is_bounded() -> None:
     now = [0.0]
     store = TokenStore(clock=lambda: now[0])
-    first = store.issue(1, frozenset())
-    now[0] = 5.0  # the first is expired: making room drops it, not a live one
-    tokens = [store.issue(100, frozenset()) for _ in range(MAX_LIVE_TOKENS)]
-    assert store.lookup(first) == (None, False)
+    oldest = store.issue(100, frozenset())
+    expiring = store.issue(1, frozenset())
+    now[0] = 1.0  # `expiring` ends exactly now: making room drops it, not the oldest live one
+    tokens = [store.issue(100, frozenset()) for _ in range(MAX_LIVE_TOKENS - 1)]
+    assert store.lookup(expiring) == (None, False)
+    assert store.lookup(oldest)[1] is True
     assert store.lookup(tokens[0])[1] is True
+    tokens.insert(0, oldest)
     store.issue(100, frozenset())  # all live: the oldest goes
     assert store.lookup(tokens[0]) == (None, False)
     assert store.lookup(tokens[1])[1] is True
