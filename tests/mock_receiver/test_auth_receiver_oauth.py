@@ -44,14 +44,14 @@ def _bearer(token: str) -> dict[str, str]:
 def _oauth_error(response: Any, status: int, error: str) -> None:
     assert response.status_code == status, response.text
     assert response.headers["content-type"] == "application/json"
-    assert response.headers["cache-control"] == "no-store"
+    assert response.headers["cache-control"] == "no-store" and response.headers["pragma"] == "no-cache"
     assert response.json()["error"] == error
 
 
 def test_a_token_from_basic_client_auth_opens_the_data_api(client: Any) -> None:
     answer = _token(client)
     assert answer.status_code == 200, answer.text
-    assert answer.headers["cache-control"] == "no-store"
+    assert answer.headers["cache-control"] == "no-store" and answer.headers["pragma"] == "no-cache"
     body = answer.json()
     assert set(body) == {"access_token", "token_type", "expires_in"}
     assert body["token_type"] == "Bearer" and body["expires_in"] == 120
@@ -84,7 +84,21 @@ def test_a_bad_client_is_invalid_client_401(client: Any, headers: dict[str, str]
 
 def test_a_wrong_form_secret_is_invalid_client(client: Any) -> None:
     body = "grant_type=client_credentials&client_id=sink%3Aclient&client_secret=nope"
-    _oauth_error(_token(client, body, FORM), 401, "invalid_client")
+    answer = _token(client, body, FORM)
+    _oauth_error(answer, 401, "invalid_client")
+    assert "www-authenticate" not in answer.headers  # no Basic was attempted: no Basic challenge
+    no_id = "grant_type=client_credentials&client_secret=" + quote_plus(SECRET)
+    _oauth_error(_token(client, no_id, FORM), 401, "invalid_client")
+
+
+def test_client_auth_details_that_are_still_valid(client: Any) -> None:
+    lower = _basic("sink:client", SECRET)
+    lower["Authorization"] = lower["Authorization"].replace("Basic", "basic")
+    assert _token(client, headers=lower).status_code == 200
+    charset = {**_basic("sink:client", SECRET), "Content-Type": "application/x-www-form-urlencoded; charset=UTF-8"}
+    assert _token(client, headers=charset).status_code == 200
+    many = "grant_type=client_credentials" + "".join(f"&f{index}=x" for index in range(40))
+    _oauth_error(_token(client, many), 400, "invalid_request")
 
 
 @pytest.mark.parametrize(("body", "status", "error"), [
@@ -189,6 +203,12 @@ def test_scopes_are_granted_only_from_the_allowed_set_and_required_scope_is_403(
         assert client.get(SUMMARY, headers=_bearer(both["access_token"])).status_code == 200
         default = _token(client).json()  # no scope asked: all allowed scopes
         assert default["scope"] == "ingest read"
+
+
+def test_without_a_scope_list_any_requested_scope_is_granted(client: Any) -> None:
+    body = _token(client, "grant_type=client_credentials&scope=anything%20else").json()
+    assert body["scope"] == "anything else"
+    assert "scope" not in _token(client).json()
 
 
 def test_tokens_survive_a_switch_that_keeps_the_client_and_die_with_another(client: Any) -> None:
