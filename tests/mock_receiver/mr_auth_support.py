@@ -68,7 +68,7 @@ class AuthServer:
     def tls_dir(self) -> Path:
         return Path(self.endpoints["tls_dir"])
 
-    def start(self, timeout: float = 30.0) -> AuthServer:
+    def start(self, timeout: float = 60.0) -> AuthServer:
         self.process = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                         env=self.env)
         assert self.process.stdout is not None
