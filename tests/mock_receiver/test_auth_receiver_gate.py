@@ -32,7 +32,11 @@ def _peer(common_name: str | None, *alt: tuple[str, str]) -> dict[str, object]:
 
 def _slug(gate: AuthGate, tls: dict[str, object] | None, headers: Headers = NO_HEADERS) -> str | None:
     problem = gate.check(headers, tls)
-    return None if problem is None else f"{problem.status} {problem.slug}"
+    if problem is None:
+        return None
+    assert problem.title == {401: "Unauthorized", 403: "Forbidden"}[problem.status]
+    assert 'realm="mock-receiver"' in problem.headers["WWW-Authenticate"]
+    return f"{problem.status} {problem.slug}"
 
 
 def test_mtls_subject_cn() -> None:
@@ -189,7 +193,8 @@ class _Holder:
         self.behaviour = behaviour_with("dataset-jobs", limits={"max_body_bytes": max_body_bytes})
 
 
-def _run_refused(chunks: int, chunk_size: int, max_body_bytes: int) -> tuple[int, list[str]]:
+def _run_refused(chunks: int, chunk_size: int, max_body_bytes: int, *, disconnect_after: int | None = None
+                 ) -> tuple[int, list[str]]:
     """(body messages the middleware consumed, events in order) for an unauthenticated POST."""
     events: list[str] = []
     consumed = 0
@@ -198,6 +203,10 @@ def _run_refused(chunks: int, chunk_size: int, max_body_bytes: int) -> tuple[int
         nonlocal consumed
         consumed += 1
         events.append("body")
+        if disconnect_after is not None and consumed > disconnect_after:
+            if consumed > disconnect_after + 3:
+                raise AssertionError("kept reading after the client disconnected")
+            return {"type": "http.disconnect"}
         return {"type": "http.request", "body": b"x" * chunk_size, "more_body": consumed < chunks}
 
     async def send(message: dict[str, object]) -> None:
@@ -223,3 +232,10 @@ def test_a_refused_body_is_drained_before_the_answer_up_to_the_body_limit(monkey
     consumed, events = _run_refused(chunks=100, chunk_size=1000, max_body_bytes=4096)
     assert consumed == 5
     assert "http.response.start" in events
+
+
+def test_a_client_that_disconnects_while_its_refused_body_drains_ends_the_drain(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MR_GATE_TOKEN", "t0ken")
+    consumed, _ = _run_refused(chunks=10, chunk_size=10, max_body_bytes=16_000, disconnect_after=2)
+    assert consumed == 3

@@ -54,6 +54,7 @@ def _refusal(response: Any, status: int, slug: str, scheme: str) -> None:
     assert response.status_code == status, response.text
     assert response.headers["content-type"] == "application/problem+json"
     assert response.json()["type"] == f"urn:restproof:mock-receiver:problem:{slug}"
+    assert response.json()["title"] == "Unauthorized"
     assert response.headers["www-authenticate"].startswith(scheme)
 
 
