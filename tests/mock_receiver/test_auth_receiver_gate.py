@@ -88,6 +88,41 @@ def test_an_oauth_client_with_a_new_secret_drops_the_tokens(monkeypatch: pytest.
     assert gate.tokens.lookup(token) == (None, False)
 
 
+def test_switching_from_oauth_to_another_method_drops_the_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MR_GATE_SECRET", "one")
+    monkeypatch.setenv("MR_GATE_TOKEN", "t0ken")
+    gate = AuthGate(OAuthClientCredentialsAuth(method="oauth2_client_credentials", client_id="c",
+                                               client_secret_env="MR_GATE_SECRET"))
+    token = gate.tokens.issue(60, frozenset())
+    gate.configure(BearerAuth(method="bearer", token_env="MR_GATE_TOKEN"))
+    assert gate.tokens.lookup(token) == (None, False)
+    assert gate.oauth_client() == (None, None)
+    assert _slug(gate, None, Headers(headers={"Authorization": f"Bearer {token}"})) == "401 invalid_credentials"
+
+
+def test_the_middleware_hands_the_connection_tls_facts_to_the_gate() -> None:
+    gate = AuthGate(MutualTlsAuth(method="mtls", subject_cn="sink-a"))
+    reached: list[str] = []
+
+    async def app(scope: dict[str, object], receive: object, send: object) -> None:
+        reached.append(str(scope["path"]))
+
+    async def send(message: dict[str, object]) -> None:
+        reached.append(str(message["type"]))
+
+    async def receive() -> dict[str, object]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    holder = _Holder(gate, 16_000)
+    middleware = AuthMiddleware(app, holder)  # type: ignore[arg-type]
+    for common_name, extra in (("sink-a", {"other": 1}), ("sink-b", {})):
+        scope = {"type": "http", "method": "GET", "path": SUMMARY, "headers": [],
+                 "extensions": {**extra, "tls": _peer(common_name)}}
+        asyncio.run(middleware(scope, receive, send))  # type: ignore[arg-type]
+    assert reached[0] == SUMMARY and "http.response.start" in reached[1:]
+    assert gate.counters.refused == {"forbidden_principal": 1}
+
+
 def test_a_failed_configure_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MR_GATE_TOKEN", "t0ken")
     gate = AuthGate(BearerAuth(method="bearer", token_env="MR_GATE_TOKEN"))

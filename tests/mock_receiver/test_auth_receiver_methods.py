@@ -121,6 +121,23 @@ def test_a_missing_credential_is_401_authentication_required(make_client: Any, m
     assert client.get("/_admin/requests").json()["items"] == []
 
 
+def test_basic_credentials_are_strict_base64_of_utf8(make_client: Any) -> None:
+    client = make_client(BASIC)
+    encoded = base64.b64encode(f"loader:{PASSWORD}".encode()).decode()
+    assert client.get(SUMMARY, headers={"Authorization": f"Basic {encoded}"}).status_code == 200
+    # Junk a lenient decoder would skip, and bytes that are not UTF-8: refused, never a 500.
+    junk = encoded[:4] + "!*" + encoded[4:]
+    _refusal(client.get(SUMMARY, headers={"Authorization": f"Basic {junk}"}), 401, "invalid_credentials", "Basic")
+    not_utf8 = base64.b64encode(b"loader:\xff\xfe").decode()
+    _refusal(client.get(SUMMARY, headers={"Authorization": f"Basic {not_utf8}"}), 401, "invalid_credentials",
+             "Basic")
+
+
+def test_a_wrong_bearer_token_gets_the_rfc6750_invalid_token_challenge(make_client: Any) -> None:
+    answer = make_client(BEARER).get(SUMMARY, headers={"Authorization": "Bearer nope"})
+    assert answer.headers["www-authenticate"] == 'Bearer realm="mock-receiver", error="invalid_token"'
+
+
 def test_two_authorization_headers_are_refused(make_client: Any) -> None:
     client = make_client(BEARER)
     headers = [("Authorization", f"Bearer {TOKEN}"), ("Authorization", f"Bearer {TOKEN}")]
@@ -221,8 +238,9 @@ def test_requests_carrying_an_authorization_header_are_counted_for_every_method(
     open_client = make_client({"method": "none"})
     open_client.get(SUMMARY)
     open_client.get(SUMMARY, headers={"Authorization": "Bearer leaked"})
+    open_client.get(SUMMARY, headers={"Authorization": "Basic eDp5"})
     open_client.get("/_admin/health", headers={"Authorization": "Bearer not-data"})  # admin: not counted
-    assert open_client.get("/_admin/auth").json()["requests_with_authorization_header"] == 1
+    assert open_client.get("/_admin/auth").json()["requests_with_authorization_header"] == 2
     key_client = make_client(API_KEY_AUTH)
     key_client.get(SUMMARY, headers={"X-Ingest-Key": API_KEY})
     key_client.get(SUMMARY, headers={"X-Ingest-Key": API_KEY, "Authorization": "Basic eDp5"})

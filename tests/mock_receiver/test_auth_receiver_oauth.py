@@ -135,6 +135,7 @@ def test_an_expired_or_unknown_token_is_401_and_a_new_one_works(client: Any) -> 
     assert unknown.status_code == 401 and unknown.json()["type"].endswith(":invalid_credentials")
     missing = client.get(SUMMARY)
     assert missing.status_code == 401 and missing.headers["www-authenticate"] == 'Bearer realm="mock-receiver"'
+    assert missing.json()["type"].endswith(":authentication_required")
     fresh = _token(client).json()["access_token"]
     assert client.get(SUMMARY, headers=_bearer(fresh)).status_code == 200
     assert client.post("/_admin/auth/expire-tokens", headers=ADMIN_HEADERS).json()["expired"] == 1
