@@ -24,7 +24,7 @@ from typing import Literal, Protocol
 from pydantic import Field, ValidationError
 
 from sink.bounded_yaml import BoundedYamlError, load_bounded_yaml_file
-from sink.contracts._base import ContractModel, Description
+from sink.contracts._base import ContractModel
 from sink.contracts.errors import ExitClass
 from sink.security.errors import SecurityRefusal
 
@@ -36,7 +36,8 @@ Digest = str
 class Revocation(ContractModel):
     kind: Literal["profile", "binding"]
     digest: Digest = Field(pattern=r"^sha256:[0-9a-f]{64}$")
-    reason: Description | None = None
+    reason: str | None = Field(default=None, max_length=200)
+    """Display only (a ticket number); never a secret."""
 
 
 class RevocationList(ContractModel):
