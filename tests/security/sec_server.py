@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 import trustme
@@ -51,7 +52,7 @@ class Pki:
 
     def client_files(self, name: str, leaf: trustme.LeafCert, passphrase: bytes | None = None) -> tuple[Path, Path]:
         """(certificate chain, private key) of a client identity, the key optionally encrypted."""
-        from cryptography.hazmat.primitives import serialization  # noqa: PLC0415
+        from cryptography.hazmat.primitives import serialization
 
         cert = self.directory / f"{name}.crt"
         key = self.directory / f"{name}.key"
@@ -112,7 +113,7 @@ class TlsListener:
                     with self._lock:
                         self.handshake_failures += 1
                     return
-                peer = stream.getpeercert()
+                peer: Any = stream.getpeercert()
                 if peer:
                     subject = ",".join(f"{k}={v}" for rdn in peer.get("subject", ()) for k, v in rdn)
             self._exchange(stream, subject)

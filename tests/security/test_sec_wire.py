@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -132,7 +132,7 @@ def test_mtls_wrong_expired_or_no_client_certificate_is_refused_by_the_receiver(
     assert _mtls_send(pki, listener, tmp_path, *good).response.status == 200  # the control
     other_ca = trustme.CA()
     wrong = pki.client_files("wrong", other_ca.issue_cert("wrong@example.test", common_name="client-a"))
-    past = datetime.now(timezone.utc) - timedelta(days=2)
+    past = datetime.now(UTC) - timedelta(days=2)
     expired = pki.client_files("expired", pki.ca.issue_cert("old@example.test", common_name="client-a",
                                                              not_before=past - timedelta(days=30), not_after=past))
     for cert, key in (wrong, expired):
