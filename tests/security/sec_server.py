@@ -185,6 +185,7 @@ class Gateway:
     issued: list[str] = field(default_factory=list)
     refused: int = 0
     expired_refusals: int = 0
+    forward_delay_s: float = 0.0
     _expiry: dict[str, float] = field(default_factory=dict)
     _counter: itertools.count[int] = field(default_factory=itertools.count)
 
@@ -199,6 +200,7 @@ class Gateway:
             return 200, [("content-type", "application/json")], b'{"ok": true}'
         forwarded = {k: v for k, v in seen.headers.items()
                      if k not in ("authorization", "host", "content-length", "connection", "x-api-key")}
+        time.sleep(self.forward_delay_s)
         with httpx.Client(timeout=30) as client:
             reply = client.request(seen.method, self.upstream + seen.path, headers=forwarded, content=seen.body)
         keep = [(k, v) for k, v in reply.headers.items()
