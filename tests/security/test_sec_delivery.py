@@ -118,9 +118,10 @@ def _bindings(tmp_path: Path, stack: Stack, **changes: Any) -> Path:
     return directory
 
 
-def _delivery(stack: Stack, *args: str, failpoint: str | None = None,
-              revocations: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "SEC_CLIENT_SECRET": CLIENT_SECRET, "RESTPROOF_POLICY_DIR": str(stack.policy_dir)}
+def _delivery(stack: Stack, *args: str, failpoint: str | None = None, revocations: Path | None = None,
+              extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "SEC_CLIENT_SECRET": CLIENT_SECRET, "RESTPROOF_POLICY_DIR": str(stack.policy_dir),
+           **(extra_env or {})}
     for name in ("RESTPROOF_FAILPOINT", "RESTPROOF_REVOCATION_LIST"):
         env.pop(name, None)
     if failpoint:
@@ -210,3 +211,43 @@ def _parent_id(state: Path) -> str:
     with sqlite3.connect(state / "journal.sqlite3") as connection:
         (parent_id,), = connection.execute("SELECT parent_id FROM parents").fetchall()
     return str(parent_id)
+
+
+def test_a_principal_swap_cannot_resume_an_existing_operation(tmp_path: Path, stack: Stack) -> None:
+    stack.reset()
+    state = tmp_path / "state"
+    first = _run(stack, _bindings(tmp_path, stack), state, "--worker-id", "host-a", "--lease-seconds", "1",
+                 failpoint="http.submit.after_response_headers")
+    assert first.returncode == -9, first.stderr
+    original = _parent_id(state)
+    time.sleep(1.2)
+    swapped = _run(stack, _bindings(tmp_path, stack, remote_principal_id="another-principal",
+                                    remote_account_id="another-account"), state, "--worker-id", "host-b")
+    assert swapped.returncode == 2, swapped.stderr
+    assert json.loads(swapped.stdout)["errors"][0]["code"] == "security.binding_identity_changed"
+    assert len(stack.mutations()) == 1, "the swapped principal sent nothing"
+    # A rotated secret (another reference, same principal) is the same binding identity: it resumes.
+    rotated = _run(stack, _bindings(tmp_path, stack, credential_ref="env://SEC_ROTATED"), state,
+                   "--worker-id", "host-c", extra_env={"SEC_ROTATED": CLIENT_SECRET})
+    assert rotated.returncode == 4, rotated.stderr  # child 1's effect is unknown (killed), child 2 delivered
+    assert json.loads(rotated.stdout)["parent_id"] == original
+    assert len(stack.mutations()) == 2 and len(set(stack.mutations())) == 2
+    _assert_no_secret(stack, swapped.stdout, swapped.stderr, rotated.stdout, state=state)
+
+
+def test_two_tenants_sharing_one_receiver_account_never_share_a_mutation_key(tmp_path: Path, stack: Stack) -> None:
+    stack.reset()
+    bindings = _bindings(tmp_path, stack)
+    environment = yaml.safe_load((REPO / "scenarios/environments/local.yaml").read_text())
+    keys: dict[str, list[str]] = {}
+    for tenant in ("tenant-a", "tenant-b"):
+        path = tmp_path / f"{tenant}.yaml"
+        path.write_text(yaml.safe_dump({**environment, "tenant_id": tenant}))
+        before = len(stack.mutations())
+        done = _run(stack, bindings, tmp_path / tenant, "--environment", str(path))
+        assert done.returncode == 0, done.stderr
+        keys[tenant] = stack.mutations()[before:]
+    assert len(keys["tenant-a"]) == len(keys["tenant-b"]) == 2
+    assert not set(keys["tenant-a"]) & set(keys["tenant-b"])
+    # Each tenant's batches were applied as their own effects (no replay of the other's key).
+    assert len(stack.effects()) == 4
