@@ -75,14 +75,12 @@ def _wait_json(path: Path, process: subprocess.Popen[bytes]) -> dict[str, Any]:
     raise RuntimeError("mock-receiver not ready")
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    work = tmp_path_factory.mktemp("sec-delivery")
+def _start(work: Path, behaviour: str) -> Stack:
     log = work / "receiver.log"
     with log.open("wb") as sink_log:
         receiver = subprocess.Popen(
             [str(Path(sys.executable).with_name("mock-receiver")), "serve", "--host", "127.0.0.1", "--port", "0",
-             "--admin-port", "0", "--behaviour", str(REPO / "scenarios/receivers/json-batches.yaml"),
+             "--admin-port", "0", "--behaviour", str(REPO / f"scenarios/receivers/{behaviour}.yaml"),
              "--state-dir", str(work / "receiver")], stdout=sink_log, stderr=sink_log)
     endpoints = _wait_json(work / "receiver" / "endpoints.json", receiver)
     pki = Pki(work / "pki")
@@ -93,15 +91,34 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     (policy_dir / "tls").mkdir(parents=True)
     (policy_dir / "tls" / "test-ca@1.yaml").write_text(
         f"id: test-ca@1\ndescription: test CA\nca_bundle_ref: file://{pki.ca_file}\n")
+    return Stack(receiver, endpoints["admin_url"], gateway, listener, policy_dir, log)
+
+
+def _stop(stack: Stack) -> None:
+    stack.listener.close()
+    stack.receiver.send_signal(signal.SIGTERM)
     try:
-        yield Stack(receiver, endpoints["admin_url"], gateway, listener, policy_dir, log)
+        stack.receiver.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        stack.receiver.kill()
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    started = _start(tmp_path_factory.mktemp("sec-delivery"), "json-batches")
+    try:
+        yield started
     finally:
-        listener.close()
-        receiver.send_signal(signal.SIGTERM)
-        try:
-            receiver.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            receiver.kill()
+        _stop(started)
+
+
+@pytest.fixture(scope="module")
+def async_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    started = _start(tmp_path_factory.mktemp("sec-delivery-async"), "dataset-jobs")
+    try:
+        yield started
+    finally:
+        _stop(started)
 
 
 def _bindings(tmp_path: Path, stack: Stack, **changes: Any) -> Path:
@@ -251,3 +268,35 @@ def test_two_tenants_sharing_one_receiver_account_never_share_a_mutation_key(tmp
     assert not set(keys["tenant-a"]) & set(keys["tenant-b"])
     # Each tenant's batches were applied as their own effects (no replay of the other's key).
     assert len(stack.effects()) == 4
+
+
+def test_a_revoked_binding_still_polls_its_submitted_job(tmp_path: Path, async_stack: Stack) -> None:
+    stack = async_stack
+    stack.reset()
+    bindings, state = _bindings(tmp_path, stack), tmp_path / "state"
+    workload = str(REPO / "scenarios/workloads/measurements-async.yaml")
+    detached = _delivery(stack, "run", workload, "--scope-from", "2026-03-01", "--scope-to", "2026-03-03",
+                         "--bindings-dir", str(bindings), "--state-dir", str(state),
+                         "--format", "json", "--mode", "detach")
+    assert detached.returncode in (0, 3, 4), detached.stderr
+    parent = json.loads(detached.stdout)["parent_id"]
+    assert len(stack.mutations()) == 1  # async: one job at a time, child 1 submitted and pending
+    revocations = tmp_path / "revocations.yaml"
+    revocations.write_text(json.dumps({"schema_id": "restproof.revocations.v1", "revoked": [
+        {"kind": "binding", "digest": _binding_digest(stack, bindings)}]}))
+    polls_before = len([s for s in stack.listener.seen if s.method == "GET"])
+    resumed = _delivery(stack, "resume", "--operation-id", parent, "--apply", "--state-dir", str(state),
+                        "--format", "json", revocations=revocations)
+    assert resumed.returncode == 0, resumed.stdout  # the submitted job was observed to its end
+    assert json.loads(resumed.stdout)["children"][0]["status"] == "completed"
+    assert len([s for s in stack.listener.seen if s.method == "GET"]) > polls_before, "polling went on"
+    inspected = _delivery(stack, "inspect", "--operation-id", parent, "--state-dir", str(state), "--format", "json",
+                          revocations=revocations)
+    assert inspected.returncode == 0 and json.loads(inspected.stdout)["exit_code"] == 0
+    # A new interval under the revoked binding: admitted, but never submitted.
+    later = _delivery(stack, "run", workload, "--scope-from", "2026-03-03", "--scope-to", "2026-03-05",
+                      "--bindings-dir", str(bindings), "--state-dir", str(state), "--format", "json",
+                      revocations=revocations)
+    assert later.returncode == 4, later.stdout
+    assert json.loads(later.stdout)["errors"][0]["code"] == "security.revoked"
+    assert len(stack.mutations()) == 1, "nothing new was submitted"
