@@ -80,6 +80,10 @@ class Runtime:
                  lease_ttl: timedelta = timedelta(seconds=30), failpoints: Failpoints | None = None) -> None:
         self._stack = ExitStack()
         self.plan = plan
+        # First: a binding its policies refuse (exit 2) must not have opened anything.
+        wire = open_binding_transport(plan.binding, timeouts=plan.operation.timeouts,
+                                      policies=PolicyStore.from_environ(os.environ), resolver=default_registry())
+        self._stack.callback(wire.close)
         self.markers = FileMarkerStore(locations.markers)
         self.store = LocalArtifactStore(locations.artifacts)
         self.journal = open_journal(locations, self.markers)
@@ -98,12 +102,8 @@ class Runtime:
             configured = None  # first use of this scope
         if configured != slots:
             self.journal.configure_capacity(self.scope, slots)
-        wire = open_binding_transport(plan.binding, timeouts=plan.operation.timeouts,
-                                      policies=PolicyStore.from_environ(os.environ), resolver=default_registry())
-        self._stack.callback(wire.close)
-        transport = wire.transport
         self.ports = SupervisorPorts(
-            journal=self.journal, markers=self.markers, transport=transport,
+            journal=self.journal, markers=self.markers, transport=wire.transport,
             requests=ArtifactChildRequests(plan, self.store), contract=load_design_contract(),
             jitter_for=DigestJitter, clock=SystemClock(), failpoint=self.failpoints.hit,
             submit_gate=gate_from_environ(os.environ, profile_contract_digest=plan.digests.profile_contract_digest,
