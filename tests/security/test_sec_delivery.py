@@ -26,7 +26,7 @@ import pytest
 import yaml
 from sec_server import Gateway, Pki, TlsListener
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
 DELIVERY = str(Path(sys.executable).with_name("delivery"))
 WORKLOAD = str(REPO / "scenarios/workloads/measurements-sync.yaml")
