@@ -22,6 +22,7 @@ from mock_receiver.engine import TERMINAL_STATES, finish_job, load_job, settle_d
 from mock_receiver.intake import Receiver, read_admin_body, receiver_of
 from mock_receiver.ledger import MAX_CLOCK_OFFSET_SECONDS, Txn
 from mock_receiver.problems import ProblemError
+from mock_receiver.secret_sources import AuthConfigError
 
 ADMIN_PREFIX = "/_admin"
 _INT64_MAX = 2**63 - 1
@@ -154,6 +155,7 @@ async def reset(request: Request) -> dict[str, object]:
     receiver = receiver_of(request)
     await receiver.ledger.run(receiver.ledger.reset_all)
     receiver.faults.reset()
+    receiver.auth.counters.reset()
     return {"status": "reset"}
 
 
@@ -171,7 +173,10 @@ async def put_behaviour(request: Request) -> Response:
         behaviour = load_behaviour_bytes(body, "the behaviour document")
     except BehaviourError as error:
         return ProblemError(422, "invalid_behaviour", "Invalid behaviour", str(error)).response()
-    receiver.switch(behaviour)
+    try:
+        receiver.switch(behaviour)
+    except AuthConfigError as error:  # its secret cannot be read: the active behaviour stays
+        return ProblemError(422, "invalid_behaviour", "Invalid behaviour", str(error)).response()
     return JSONResponse(behaviour.model_dump(mode="json"))
 
 

@@ -9,7 +9,8 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
-from mock_receiver import admin, async_api, sync_api
+from mock_receiver import admin, async_api, auth_admin, oauth, sync_api
+from mock_receiver.auth import AuthMiddleware
 from mock_receiver.behaviour import Behaviour, describe_validation_error
 from mock_receiver.intake import Receiver
 from mock_receiver.ledger import Ledger
@@ -122,6 +123,8 @@ def _add_data_routes(app: FastAPI, resource_names: list[str]) -> None:
                       operation_id="submit_job", status_code=202)
     app.add_api_route(async_api.JOBS_PATH + "/{job_id}", get_job, methods=["GET"],
                       openapi_extra={"parameters": [job_id]}, operation_id="get_job")
+    app.add_api_route(oauth.TOKEN_PATH, oauth.token_endpoint, methods=["POST"], operation_id="oauth_token",
+                      include_in_schema=False)
 
 
 def create_data_app(receiver: Receiver, *, include_admin: bool) -> FastAPI:
@@ -130,8 +133,10 @@ def create_data_app(receiver: Receiver, *, include_admin: bool) -> FastAPI:
     app.state.receiver = receiver
     _install_problem_handlers(app)
     _add_data_routes(app, sorted(receiver.behaviour.resources))
+    app.add_middleware(AuthMiddleware, gate_of=receiver)
     if include_admin:
         app.include_router(admin.router)
+        app.include_router(auth_admin.router)
     return app
 
 
@@ -140,6 +145,7 @@ def create_admin_app(receiver: Receiver) -> FastAPI:
     app.state.receiver = receiver
     _install_problem_handlers(app)
     app.include_router(admin.router)
+    app.include_router(auth_admin.router)
     return app
 
 

@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from mock_receiver.auth_spec import NO_AUTH, AuthSpec
 from mock_receiver.documents import DocumentError, load_document, read_regular_file
 
 _NAME = r"^[a-z0-9][a-z0-9_.-]{0,62}$"
@@ -228,6 +229,8 @@ class Behaviour(_Closed):
     sync: SyncSpec = SyncSpec()
     async_jobs: AsyncSpec | None = None
     rules: list[FaultRule] = Field(default_factory=list)
+    auth: AuthSpec = NO_AUTH
+    """The credential every data-plane request must carry (docs/mock-receiver.md, "Authentication and TLS")."""
 
     @model_validator(mode="after")
     def _consistent(self) -> Behaviour:

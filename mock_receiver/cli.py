@@ -12,16 +12,19 @@ from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
 from types import FrameType
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 import uvicorn
 from fastapi import FastAPI
 
 from mock_receiver.app import create_admin_app, create_data_app, open_receiver
+from mock_receiver.auth_spec import MutualTlsAuth
 from mock_receiver.behaviour import BehaviourError, load_behaviour_file
 from mock_receiver.guard import NoTracebacks
 from mock_receiver.ledger import LedgerRefused
+from mock_receiver.secret_sources import AuthConfigError
+from mock_receiver.tls import TlsMaterial, TlsSetupError, server_context, tls_material_for, uvicorn_tls_options
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Vendor-emulating REST receiver with a "
                   "durable ground-truth effect ledger.")
@@ -101,14 +104,16 @@ def _fail(message: str, code: int = EXIT_INVALID_INPUT) -> typer.Exit:
     return typer.Exit(code=code)
 
 
-def _config(app_: FastAPI, host: str, port: int, *, log_level: str, http: HttpImpl, loop: LoopImpl
-            ) -> uvicorn.Config:
+def _config(app_: FastAPI, host: str, port: int, *, log_level: str, http: HttpImpl, loop: LoopImpl,
+            tls: dict[str, Any] | None = None) -> uvicorn.Config:
+    # No access log: it would print request lines, and nothing that reaches the log may carry a secret.
+    options: dict[str, Any] = {"http": http.value, **(tls or {})}
     return uvicorn.Config(NoTracebacks(app_), host=host, port=port, log_level=log_level, access_log=False,
-                          lifespan="off", server_header=False, http=http.value, loop=loop.value)
+                          lifespan="off", server_header=False, loop=loop.value, **options)
 
 
 async def _run(primary: _PrimaryServer, companion: _CompanionServer | None, host: str, state_dir: Path,
-               sockets: list[socket.socket]) -> None:
+               sockets: list[socket.socket], *, tls: TlsMaterial | None = None) -> None:
     companion_task = asyncio.create_task(companion.serve([sockets[1]])) if companion is not None else None
     primary_task = asyncio.create_task(primary.serve([sockets[0]]))
     while not primary.started or (companion is not None and not companion.started):
@@ -119,9 +124,11 @@ async def _run(primary: _PrimaryServer, companion: _CompanionServer | None, host
             break
         await asyncio.sleep(0.02)
     else:
-        data_url = f"http://{host}:{_bound_port(primary)}"
+        data_url = f"{'https' if tls else 'http'}://{host}:{_bound_port(primary)}"
         admin_url = f"http://{host}:{_bound_port(companion)}" if companion is not None else data_url
         endpoints = {"event": "listening", "data_url": data_url, "admin_url": admin_url}
+        if tls is not None:
+            endpoints.update({"tls_dir": str(tls.directory.resolve()), "ca_file": str(tls.ca_file.resolve())})
         (state_dir / ENDPOINTS_FILE).write_text(json.dumps(endpoints) + "\n", encoding="utf-8")
         print(json.dumps(endpoints), flush=True)  # the readiness line harnesses wait for
     await primary_task
@@ -147,6 +154,12 @@ def serve(
         help="HTTP parser; auto uses httptools when installed, else h11.")] = HttpImpl.AUTO,
     loop: Annotated[LoopImpl, typer.Option(
         help="Event loop; auto uses uvloop when installed, else asyncio.")] = LoopImpl.AUTO,
+    tls_dir: Annotated[Path | None, typer.Option(
+        "--tls-dir", help="Serve the data API over HTTPS; a fresh test CA, server and client certificates "
+        "are written here at start.")] = None,
+    client_key_passphrase_env: Annotated[str | None, typer.Option(
+        "--client-key-passphrase-env", help="With --tls-dir: also write client-encrypted.key, the good client "
+        "key encrypted with the passphrase in this environment variable.")] = None,
 ) -> None:
     """Serve the data API (and the admin API) until interrupted."""
     try:
@@ -160,15 +173,19 @@ def serve(
     for option, choice, module in (("--http", http.value, "httptools"), ("--loop", loop.value, "uvloop")):
         if choice == module and importlib.util.find_spec(module) is None:
             raise _fail(f"{option} {choice} needs the {module} package, which is not installed")
+    try:
+        tls = tls_material_for(tls_dir, loaded.auth, host, client_key_passphrase_env)
+    except TlsSetupError as error:
+        raise _fail(str(error)) from None
     sockets = [open_listener(host, port, "data API")]
     if admin_port is not None:
         sockets.append(open_listener(host, admin_port, "admin API"))
     try:
         receiver = open_receiver(loaded, state_dir, durability=durability.value)
-    except LedgerRefused as error:
+    except (LedgerRefused, AuthConfigError) as error:
         for sock in sockets:
             sock.close()
-        raise _fail(f"--state-dir: {error}") from None
+        raise _fail(f"{'--state-dir: ' if isinstance(error, LedgerRefused) else ''}{error}") from None
     except (OSError, sqlite3.Error) as error:
         for sock in sockets:
             sock.close()
@@ -177,13 +194,15 @@ def serve(
     if admin_port is not None:
         companion = _CompanionServer(_config(create_admin_app(receiver), host, admin_port, log_level=log_level,
                                              http=http, loop=loop))
+    tls_options = None if tls is None else uvicorn_tls_options(
+        server_context(tls, require_client_cert=isinstance(loaded.auth, MutualTlsAuth)), http.value)
     primary = _PrimaryServer(_config(create_data_app(receiver, include_admin=companion is None), host, port,
-                                     log_level=log_level, http=http, loop=loop))
+                                     log_level=log_level, http=http, loop=loop, tls=tls_options))
     primary.companion = companion
     try:
         # The loop factory of the primary config honours --loop (uvloop or asyncio).
         with asyncio.Runner(loop_factory=primary.config.get_loop_factory()) as runner:
-            runner.run(_run(primary, companion, host, state_dir, sockets))
+            runner.run(_run(primary, companion, host, state_dir, sockets, tls=tls))
     finally:
         receiver.ledger.close()
 

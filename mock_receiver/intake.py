@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
+from mock_receiver.auth import AuthGate
 from mock_receiver.behaviour import Behaviour
 from mock_receiver.delivery import tracked
 from mock_receiver.faults import Decision, FaultBook
@@ -28,8 +29,14 @@ class Receiver:
     behaviour: Behaviour
     ledger: Ledger
     faults: FaultBook = field(default_factory=FaultBook)
+    auth: AuthGate = field(default_factory=AuthGate)
+
+    def __post_init__(self) -> None:
+        if self.auth.spec != self.behaviour.auth:
+            self.auth.configure(self.behaviour.auth)  # AuthConfigError when its secret cannot be read
 
     def switch(self, behaviour: Behaviour) -> None:
+        self.auth.configure(behaviour.auth)  # first: an unreadable secret changes nothing
         self.behaviour = behaviour
         self.faults.reset()
 
