@@ -38,6 +38,7 @@ from sink.runtime.composition import Locations
 from sink.runtime.failpoints import FailpointConfigError
 from sink.runtime.reconcile import Guards, ReconcileRefused, reconcile_child
 from sink.runtime.service import RunSettings, UnknownOperation, inspect_operation, resume_delivery, run_delivery
+from sink.security.errors import SecurityRefusal
 from sink.source.errors import SourceError
 
 StateDirOpt = Annotated[
@@ -97,6 +98,8 @@ def _guarded(output: OutputFormat, action: Any) -> tuple[dict[str, Any], ExitCla
         _refuse(exc.code.value, exc.detail, exc.spec.exit_class, output)
     except (SourceError, ReconcileRefused, FailpointConfigError, JournalConfigurationError) as exc:
         _refuse(getattr(exc, "code", "delivery.invalid_input"), str(exc), ExitClass.INVALID_INPUT, output)
+    except SecurityRefusal as exc:
+        _refuse(exc.code, exc.detail, exc.exit_class, output)
     except UnknownOperation as exc:
         _refuse("delivery.unknown_operation", str(exc), ExitClass.INVALID_INPUT, output)
     except JournalUnavailable as exc:

@@ -105,6 +105,9 @@ def compile_plan(
             remote_identity=binding.remote_identity,
             tls_policy_ref=binding.tls_policy_ref,
             network_policy_ref=binding.network_policy_ref,
+            oauth_token_endpoint=binding.oauth_token_endpoint, oauth_client_id=binding.oauth_client_id,
+            oauth_scope=binding.oauth_scope, client_certificate_ref=binding.client_certificate_ref,
+            client_key_passphrase_ref=binding.client_key_passphrase_ref,
         ),
         "profile": PlanProfileRef(
             ref=profile.ref, id=profile.id, version=profile.version, profile_schema_id=PROFILE_SCHEMA_ID

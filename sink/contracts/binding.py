@@ -16,6 +16,13 @@ from urllib.parse import urlsplit
 from pydantic import AwareDatetime, StrictBool, field_validator, model_validator
 
 from sink.contracts._base import ContractModel, Description, contract_error
+from sink.contracts.binding_auth import (
+    check_client_id,
+    check_method_fields,
+    check_scope,
+    check_token_endpoint,
+    oauth_semantics,
+)
 
 AuthProvider = Literal["bearer", "api_key_header", "basic", "oauth2_client_credentials", "mtls", "none"]
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
@@ -100,6 +107,13 @@ class ConnectionBinding(ContractModel):
     auth_provider: AuthProvider
     api_key_header: str | None = None
     credential_ref: str | None = None
+    # OAuth 2.0 client credentials: credential_ref is the client secret.
+    oauth_token_endpoint: str | None = None
+    oauth_client_id: str | None = None
+    oauth_scope: str | None = None
+    # mTLS: credential_ref is the private key file; the chain and an optional key passphrase.
+    client_certificate_ref: str | None = None
+    client_key_passphrase_ref: str | None = None
     remote_principal_id: str
     remote_account_id: str
     remote_resource_namespace: str
@@ -114,10 +128,25 @@ class ConnectionBinding(ContractModel):
     def _authority(cls, value: str) -> str:
         return check_authority(value)
 
-    @field_validator("credential_ref")
+    @field_validator("credential_ref", "client_certificate_ref", "client_key_passphrase_ref")
     @classmethod
     def _credential_ref(cls, value: str | None) -> str | None:
         return None if value is None else check_credential_ref(value)
+
+    @field_validator("oauth_token_endpoint")
+    @classmethod
+    def _token_endpoint(cls, value: str | None) -> str | None:
+        return None if value is None else check_token_endpoint(value)
+
+    @field_validator("oauth_client_id")
+    @classmethod
+    def _client_id(cls, value: str | None) -> str | None:
+        return None if value is None else check_client_id(value)
+
+    @field_validator("oauth_scope")
+    @classmethod
+    def _scope(cls, value: str | None) -> str | None:
+        return None if value is None else check_scope(value)
 
     @field_validator("api_key_header")
     @classmethod
@@ -163,6 +192,12 @@ class ConnectionBinding(ContractModel):
             raise contract_error("contract.invalid_authority", "local: true requires a loopback authority",
                                  field="authority")
         self._check_auth(parts.scheme)
+        check_method_fields(
+            self.auth_provider, credential_ref=self.credential_ref, scheme=parts.scheme, loopback=loopback,
+            fields={name: getattr(self, name) for name in (
+                "oauth_token_endpoint", "oauth_client_id", "oauth_scope", "client_certificate_ref",
+                "client_key_passphrase_ref")},
+        )
         if not self.local and self.remote_identity is None:
             raise contract_error("contract.missing_field", "a non-local binding needs an attested remote_identity",
                                  field="remote_identity")
@@ -184,12 +219,11 @@ class ConnectionBinding(ContractModel):
         if (self.auth_provider == "api_key_header") != (self.api_key_header is not None):
             raise contract_error("contract.invalid_value", "api_key_header is required exactly for api_key_header auth",
                                  field="api_key_header")
-        if self.auth_provider == "mtls" and scheme != "https":
-            raise contract_error("contract.insecure_authority", "mtls needs an https authority", field="authority")
 
     @property
     def authentication_semantics(self) -> dict[str, str | None]:
         """What the receiver sees of authentication, minus any secret or its locator."""
         header = None if self.api_key_header is None else self.api_key_header.lower()
-        return {"provider": self.auth_provider, "api_key_header": header}
+        return {"provider": self.auth_provider, "api_key_header": header,
+                **oauth_semantics(self.oauth_token_endpoint, self.oauth_client_id, self.oauth_scope)}
 

@@ -47,6 +47,12 @@ class PlanBinding(ContractModel):
     remote_identity: RemoteIdentity | None
     tls_policy_ref: str
     network_policy_ref: str
+    # Wire-security fields (defaults keep plans pinned before they existed readable).
+    oauth_token_endpoint: str | None = None
+    oauth_client_id: str | None = None
+    oauth_scope: str | None = None
+    client_certificate_ref: str | None = None
+    client_key_passphrase_ref: str | None = None
 
 
 class PlanWorkload(ContractModel):

@@ -25,7 +25,10 @@ from sink.runtime.child_requests import ArtifactChildRequests
 from sink.runtime.failpoints import Failpoints
 from sink.runtime.ports import SupervisorConfig, SupervisorPorts, SystemClock
 from sink.runtime.supervisor import Supervisor
-from sink.transport import HttpxRestTransport, auth_for, default_registry
+from sink.security.policies import PolicyStore
+from sink.security.revocation import gate_from_environ
+from sink.security.wire import open_binding_transport
+from sink.transport import default_registry
 
 _SCHEMA = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 DEFAULT_CAPACITY_SLOTS = 1
@@ -77,6 +80,10 @@ class Runtime:
                  lease_ttl: timedelta = timedelta(seconds=30), failpoints: Failpoints | None = None) -> None:
         self._stack = ExitStack()
         self.plan = plan
+        # First: a binding its policies refuse (exit 2) must not have opened anything.
+        wire = open_binding_transport(plan.binding, timeouts=plan.operation.timeouts,
+                                      policies=PolicyStore.from_environ(os.environ), resolver=default_registry())
+        self._stack.callback(wire.close)
         self.markers = FileMarkerStore(locations.markers)
         self.store = LocalArtifactStore(locations.artifacts)
         self.journal = open_journal(locations, self.markers)
@@ -95,14 +102,12 @@ class Runtime:
             configured = None  # first use of this scope
         if configured != slots:
             self.journal.configure_capacity(self.scope, slots)
-        binding = plan.binding
-        auth = auth_for(binding.auth_provider, binding.credential_ref, default_registry())
-        transport = HttpxRestTransport(binding.authority_origin, auth)
-        self._stack.callback(transport.close)
         self.ports = SupervisorPorts(
-            journal=self.journal, markers=self.markers, transport=transport,
+            journal=self.journal, markers=self.markers, transport=wire.transport,
             requests=ArtifactChildRequests(plan, self.store), contract=load_design_contract(),
             jitter_for=DigestJitter, clock=SystemClock(), failpoint=self.failpoints.hit,
+            submit_gate=gate_from_environ(os.environ, profile_contract_digest=plan.digests.profile_contract_digest,
+                                          binding_digest=plan.digests.receiver_binding_semantics_digest),
         )
         self.config = SupervisorConfig(worker_id=worker_id, profile=plan.operation, capacity_scope=self.scope,
                                        lease_ttl=lease_ttl, wait_for_async=wait_for_async)

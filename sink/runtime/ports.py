@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Protocol
 
@@ -21,6 +21,7 @@ from sink.journal.port import DeliveryJournalPort
 from sink.journal.records import OperationRow, Receipt
 from sink.runtime.backoff import JitterSource
 from sink.runtime.verification import ExpectedDelivery
+from sink.security.revocation import OpenGate, SubmitGate
 
 
 class ChildRequests(Protocol):
@@ -81,3 +82,5 @@ class SupervisorPorts:
     jitter_for: Callable[[str], JitterSource]
     clock: RuntimeClock
     failpoint: Failpoint = no_failpoint
+    submit_gate: SubmitGate = field(default_factory=OpenGate)
+    """Asked before every new mutation attempt (the deny-only revocation list); never by polls."""

@@ -49,6 +49,7 @@ class SubmitStep:
 
     def run(self, row: OperationRow, *, operation_started_ms: int) -> AttemptResult:
         ports, config = self._ports, self._config
+        ports.submit_gate.assert_submit_allowed()  # revocation: before anything durable or sent
         verdict = may_start_attempt(
             row.axes, attempts_used=row.attempt_count, max_attempts=config.profile.submit_retry.max_attempts
         )

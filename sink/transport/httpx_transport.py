@@ -81,7 +81,11 @@ class HttpxRestTransport:
         # server is about to close turns a harmless request into an unknown effect.
         keepalive_expiry_s: float = 2.0,
         bounds: ResponseBounds | None = None,
+        address_allowed: Callable[[str], bool] | None = None,
     ) -> None:
+        """``address_allowed``: the network policy's test of a resolved address. A refused address
+        is never pinned or connected to; the request fails as ``authority_refused`` before any
+        byte (or credential) is sent."""
         parts = urlsplit(authority)
         if parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in ("", "/"):
             raise ValueError("authority must be a bare http(s) origin")
@@ -94,6 +98,7 @@ class HttpxRestTransport:
         self._dns = BoundedResolver(resolver)
         self._pin_lock = threading.Lock()
         self._pinned: str | None = None
+        self._address_allowed = address_allowed
         pool = httpcore.ConnectionPool(
             ssl_context=ssl_context or ssl.create_default_context(),
             max_connections=max_connections,
@@ -158,6 +163,10 @@ class HttpxRestTransport:
                     exchange.record_failure(IoFailure("dns", "error"))
                 return False
             exchange.trace(DNS_STEP + ".complete", None)
+            if self._address_allowed is not None and not self._address_allowed(address):
+                exchange.resolved_address = address
+                exchange.record_failure(IoFailure("authority", "error"))
+                return False
             with self._pin_lock:
                 if self._pinned is None:
                     self._pinned = address

@@ -95,8 +95,8 @@ def test_bearer_header_and_refusals() -> None:
     with pytest.raises(CredentialUnavailable):
         auth_for("bearer", None, default_registry({}))
     with pytest.raises(UnsupportedAuth) as unsupported:
-        auth_for("oauth2_client_credentials", "env://T", default_registry({}))
-    assert unsupported.value.method == "oauth2_client_credentials"
+        auth_for("hmac_signature", "env://T", default_registry({}))  # a later capability (seed)
+    assert unsupported.value.method == "hmac_signature"
 
 
 def test_the_default_environment_is_the_process_environment(monkeypatch: pytest.MonkeyPatch) -> None:
