@@ -155,9 +155,10 @@ def _read_json(path: Path) -> tuple[bytes, Any]:
         if path.stat().st_size > MAX_JSON_BYTES:
             raise EvidenceUnreadable(f"{path.name} exceeds {MAX_JSON_BYTES} bytes")
         data = path.read_bytes()
-        return data, json.loads(data)
     except OSError as exc:
         raise EvidenceUnreadable(f"{path.name}: {exc.strerror}") from None
+    try:
+        return data, json.loads(data)
     except (ValueError, RecursionError):
         raise EvidenceUnreadable(f"{path.name} is not JSON") from None
 

@@ -26,7 +26,7 @@ MAX_SLOTS = 200
 """A longer history is cut here (and the page says so): a picture of 10,000 requests shows nothing."""
 LANES = ("sink", "proxy", "receiver")
 LABEL_WIDTH = 80
-SLOT_WIDTH = 30
+SLOT_WIDTH = 46
 LANE_HEIGHT = 34
 TOP = 8
 AXIS_HEIGHT = 30
