@@ -82,9 +82,18 @@ class Ratio(_Open):
     better: str = "higher"
 
 
+class Check(_Open):
+    passed: bool
+    detail: str = ""
+
+
 class Bench(_Open):
     series: dict[str, Plot] = {}
     ratios: dict[str, Ratio] = {}
+    checks: dict[str, Check] = {}
+    """Correctness checks (nothing lost, nothing doubled...): a failed one fails the bench."""
+    verdict: str = ""
+    note: str = ""
 
 
 class RequestRecord(_Open):

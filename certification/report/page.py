@@ -97,7 +97,9 @@ def _benches(evidence: RunEvidence) -> list[dict[str, Any]]:
     benches = []
     for name, bench in sorted(evidence.benches.items()):
         charts: list[Chart] = [chart(plot) for _, plot in sorted(bench.series.items())]
-        benches.append({"name": name, "charts": charts, "ratios": sorted(bench.ratios.items())})
+        benches.append({"name": name, "charts": charts, "ratios": sorted(bench.ratios.items()),
+                        "checks": sorted(bench.checks.items()), "verdict": bench.verdict,
+                        "css": _css(bench.verdict), "note": bench.note})
     return benches
 
 

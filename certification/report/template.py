@@ -84,7 +84,11 @@ the statement naming the artifact's exact bytes, its content digest holding.</p>
 <h2 id="bench">Benchmarks</h2>
 {% if not benches %}<p class="note">No bench artifacts in this run (<code>certify bench …</code> writes
 <code>*_benchmark.json</code>).</p>{% endif %}
-{% for bench in benches %}<h3>{{ bench.name }}</h3>
+{% for bench in benches %}<h3>{{ bench.name }}{% if bench.verdict %} — <span class="banner {{ bench.css }}">{{ bench.verdict }}</span>{% endif %}</h3>
+{% if bench.note %}<p class="note">{{ bench.note }}</p>{% endif %}
+{% if bench.checks %}<table class="checks"><thead><tr><th>check</th><th>result</th><th>detail</th></tr></thead><tbody>
+{% for name, check in bench.checks %}<tr><td>{{ name }}</td><td class="{{ 'sig-ok' if check.passed else 'sig-bad' }}">{{ 'passed' if check.passed else 'FAILED' }}</td>
+<td>{{ check.detail }}</td></tr>{% endfor %}</tbody></table>{% endif %}
 {% for c in bench.charts %}<svg class="chart" width="{{ c.width }}" height="{{ c.height }}"
  viewBox="0 0 {{ c.width }} {{ c.height }}" role="img" aria-label="{{ c.title }}">
 <text x="{{ c.left }}" y="14" font-weight="600">{{ c.title }}</text>

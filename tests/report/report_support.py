@@ -70,6 +70,10 @@ def bench_document() -> dict[str, Any]:
                                      "lines": {"reference": [[0.25, 61.0], [1.0, 64.5]],
                                                "naive": [[0.25, 410.0], [1.0, 1580.0]]}}},
         "ratios": {"naive_over_reference_rss_1gb": {"value": 24.5, "tolerance": 0.2, "better": "higher"}},
+        "checks": {"ledger_matches": {"passed": True, "detail": "nothing lost, nothing doubled"},
+                   "rss_bounded": {"passed": False, "detail": f"1 GB source above bound {HOSTILE}"}},
+        "verdict": "FAIL", "note": "absolute times on a shared 2-core machine are noise",
+        "machine": {"cpus": 2},
     }
 
 

@@ -125,13 +125,23 @@ def test_bench_series_are_plotted_inside_the_axes(run: Path) -> None:
     assert "naive_over_reference_rss_1gb" in page and "24.5" in page
 
 
+def test_bench_checks_and_verdict_are_shown(run: Path) -> None:
+    _, _, page = _report(run)
+    bench = page[page.index('<h2 id="bench">'):page.index('<h2 id="rows">')]
+    assert '<span class="banner v-fail">FAIL</span>' in bench
+    assert re.search(r"<td>ledger_matches</td><td class=\"sig-ok\">passed</td>", bench)
+    assert re.search(r"<td>rss_bounded</td><td class=\"sig-bad\">FAILED</td>", bench)
+    assert "shared 2-core machine are noise" in bench
+
+
 def test_a_tampered_artifact_is_shown_unverified_and_exits_4(run: Path) -> None:
     matrix = run / ARTIFACTS / "remote_effect_fault_matrix.json"
     matrix.write_bytes(matrix.read_bytes().replace(b'"CAUGHT"', b'"PASS!!"', 1))
     code, output, page = _report(run)
     assert code == 4 and "NOT trusted" in output
     assert "NOT TRUSTED: a signature does not verify" in page
-    assert "subject_mismatch" in page and page.count(">FAILED<") == 2  # both envelopes over the matrix
+    signatures = page[page.index('id="signature-table"'):page.index('<h2 id="bench">')]
+    assert "subject_mismatch" in signatures and signatures.count(">FAILED<") == 2  # both envelopes of the matrix
 
 
 def test_a_missing_envelope_is_a_failed_signature(run: Path) -> None:
