@@ -24,10 +24,12 @@ from certification.report.page import render, trusted
 
 err = Console(stderr=True)
 DEFAULT_KEY = Path("keys") / "restproof-evidence.pub"
+PROTECTED = ("test_artifacts", "keys")
+"""The page is a view: it never replaces a signed artifact or a key (--out is checked against these)."""
 
 
 def _fail(code: str, message: str, exit_code: int) -> typer.Exit:
-    err.print(f"error[{code}] {message}", markup=False, highlight=False)
+    err.print(f"error[{code}] {message}", markup=False, highlight=False, soft_wrap=True)  # one line, never wrapped
     return typer.Exit(exit_code)
 
 
@@ -66,6 +68,8 @@ def report(
         gate_result = run_gate(baseline, directory, baseline_key=baseline_key, current_key=key)
     page = render(evidence, source=str(directory), key=str(key), gate=gate_result)
     out = out or directory / "report.html"
+    if any(out.resolve().is_relative_to((directory / part).resolve()) for part in PROTECTED):
+        raise _fail("report.invalid_input", f"{out}: the page is never written among the evidence or the keys", 2)
     try:
         _write(out, page)
     except OSError as exc:

@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from certification.canonical_json import canonical_bytes, with_content_digest
 from certification.cli import app
 from certification.gate import ARTIFACTS
+from certification.history_artifacts import history_path
 from certification.report.template import CSP
 
 runner = CliRunner()
@@ -228,3 +229,20 @@ def test_baseline_needs_its_key(run: Path) -> None:
 def test_an_empty_directory_is_exit_2(tmp_path: Path) -> None:
     code, output, _ = _report(tmp_path)
     assert code == 2 and "missing" in output
+
+
+@pytest.mark.parametrize("target", ["test_artifacts/connectors/rest/remote_effect_fault_matrix.json",
+                                    "keys/restproof-evidence.pub", "test_artifacts/new.html"])
+def test_the_page_is_never_written_over_evidence_or_keys(run: Path, target: str) -> None:
+    path = run / target
+    before = path.read_bytes() if path.exists() else None
+    result = runner.invoke(app, ["report", str(run), "--out", str(path)])
+    assert result.exit_code == 2 and "never written among the evidence" in result.output
+    assert (path.read_bytes() if path.exists() else None) == before
+
+
+@pytest.mark.parametrize("name", ["..", "../x", "a/b", ".hidden", "", "A", "x" * 200])
+def test_history_files_are_found_by_safe_names_only(tmp_path: Path, name: str) -> None:
+    assert history_path(tmp_path, name, "reference") is None
+    assert history_path(tmp_path, "sync.none", name) is None
+    assert history_path(tmp_path, "sync.none", "reference") == tmp_path / "histories" / "sync.none" / "reference.json"
