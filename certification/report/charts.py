@@ -8,6 +8,7 @@ add a large dependency and inline SVGs whose glyph ids collide when several shar
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from certification.report.evidence import Plot
@@ -61,7 +62,12 @@ def _ticks(low: float, high: float, to_pixel: float, origin: float, flip: bool) 
     return tuple(ticks)
 
 
-def chart(plot: Plot) -> Chart:
+def colours(names: list[str]) -> dict[str, str]:
+    """One colour per line name for the whole page: ``reference`` is the same colour in every chart."""
+    return {name: PALETTE[index % len(PALETTE)] for index, name in enumerate(sorted(set(names)))}
+
+
+def chart(plot: Plot, palette: Mapping[str, str] | None = None) -> Chart:
     plot_width, plot_height = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     named = [(name, sorted(points)[:MAX_POINTS]) for name, points in sorted(plot.lines.items())]
     xs = [x for _, points in named for x, _ in points]
@@ -76,10 +82,11 @@ def chart(plot: Plot) -> Chart:
     def py(y: float) -> float:
         return round(TOP + plot_height - (y - y_low) / (y_high - y_low) * plot_height, 2)
 
+    palette = palette or colours([name for name, _ in named])
     lines = tuple(
-        Line(name, PALETTE[index % len(PALETTE)], " ".join(f"{px(x)},{py(y)}" for x, y in points),
+        Line(name, palette.get(name, PALETTE[0]), " ".join(f"{px(x)},{py(y)}" for x, y in points),
              tuple((px(x), py(y), f"{name}: ({x:.6g}, {y:.6g})") for x, y in points))
-        for index, (name, points) in enumerate(named)
+        for name, points in named
     )
     return Chart(plot.title, plot.x_label, plot.y_label, lines,
                  _ticks(x_low, x_high, plot_width, LEFT, flip=False),

@@ -14,7 +14,7 @@ from typing import Any
 from jinja2 import DictLoader, Environment, StrictUndefined, select_autoescape
 
 from certification.gate import GateResult
-from certification.report.charts import Chart, chart
+from certification.report.charts import Chart, chart, colours
 from certification.report.evidence import LoadedHistory, MatrixRow, RunEvidence, RunReport, SinkCell
 from certification.report.template import CSP, CSS, PAGE
 from certification.report.timeline import LABEL_WIDTH, LANES, Timeline, lane_y, layout
@@ -95,8 +95,10 @@ def _rows(evidence: RunEvidence, sinks: list[str]) -> list[dict[str, Any]]:
 
 def _benches(evidence: RunEvidence) -> list[dict[str, Any]]:
     benches = []
+    palette = colours([line for bench in evidence.benches.values() for plot in bench.series.values()
+                       for line in plot.lines])
     for name, bench in sorted(evidence.benches.items()):
-        charts: list[Chart] = [chart(plot) for _, plot in sorted(bench.series.items())]
+        charts: list[Chart] = [chart(plot, palette) for _, plot in sorted(bench.series.items())]
         benches.append({"name": name, "charts": charts, "ratios": sorted(bench.ratios.items()),
                         "checks": sorted(bench.checks.items()), "verdict": bench.verdict,
                         "css": _css(bench.verdict), "note": bench.note})

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from certification.report.charts import HEIGHT, LEFT, RIGHT, TOP, WIDTH, chart
+from certification.report.charts import HEIGHT, LEFT, RIGHT, TOP, WIDTH, chart, colours
 from certification.report.evidence import HistoryDoc, Plot
 from certification.report.timeline import MAX_SLOTS, SLOT_WIDTH, layout
 
@@ -111,3 +111,11 @@ def test_a_single_point_and_negative_values_do_not_break_the_scale() -> None:
     negative = chart(_plot({"a": [(0.0, -4.0), (1.0, -2.0)]}))
     ys = [y for _, y, _ in negative.lines[0].dots]
     assert ys == [BOTTOM_Y, TOP]  # no zero forced in for a negative series
+
+
+def test_a_line_keeps_its_colour_across_charts() -> None:
+    palette = colours(["sink", "naive", "reference", "naive"])
+    first = chart(_plot({"reference": [(1.0, 1.0)], "naive": [(1.0, 2.0)]}), palette)
+    second = chart(_plot({"reference": [(1.0, 1.0)], "sink": [(1.0, 2.0)]}), palette)
+    assert first.lines[1].colour == second.lines[0].colour == palette["reference"]
+    assert len(set(palette.values())) == 3
