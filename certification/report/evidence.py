@@ -172,14 +172,17 @@ def _read_json(path: Path) -> tuple[bytes, Any]:
         raise EvidenceUnreadable(f"{path.name} is not JSON") from None
 
 
-def _parse(model: type[_Model], path: Path) -> _Model:
-    _, document = _read_json(path)
+def _validate(model: type[_Model], name: str, document: Any) -> _Model:
     try:
         return model.model_validate(document)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"])[:120]
-        raise EvidenceUnreadable(f"{path.name}: {where or 'document'}: {first['msg']}") from None
+        raise EvidenceUnreadable(f"{name}: {where or 'document'}: {first['msg']}") from None
+
+
+def _parse(model: type[_Model], path: Path) -> _Model:
+    return _validate(model, path.name, _read_json(path)[1])
 
 
 def _signatures(path: Path, key: Path) -> list[SignatureStatus]:
@@ -202,8 +205,8 @@ def _history(base: Path, row_id: str, sink: str, digest: str | None) -> LoadedHi
     if path is None or not path.is_file():
         return None
     try:
-        data, _ = _read_json(path)
-        history = _parse(HistoryDoc, path)
+        data, document = _read_json(path)
+        history = _validate(HistoryDoc, path.name, document)
     except EvidenceUnreadable as exc:
         return LoadedHistory(None, False, str(exc))
     bound = digest == "sha256:" + hashlib.sha256(data).hexdigest()
