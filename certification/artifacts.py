@@ -21,6 +21,7 @@ from typing import Any
 
 from certification import PRODUCER
 from certification.canonical_json import canonical_bytes, with_content_digest
+from certification.history_artifacts import write_histories
 from certification.matrix import SinkRowResult
 from certification.publish import publish_bytes
 from certification.scenarios import Row
@@ -91,6 +92,7 @@ def write_artifacts(out: Path, outcomes: Sequence[RowOutcome], *, seed: int, cer
     publish_bytes(paths["summary"], canonical_bytes(_envelope(SUMMARY_SCHEMA, summary, created)))
     paths["junit"] = base / "junit.xml"
     publish_bytes(paths["junit"], junit(outcomes, certified))
+    write_histories(base, outcomes)  # digest-bound to the matrix: `certify report` draws their timelines
     return paths
 
 

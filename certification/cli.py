@@ -27,6 +27,7 @@ from rich.table import Table
 from certification.artifacts import RowOutcome, write_artifacts
 from certification.gate import gate as run_gate
 from certification.matrix import RowRunner, family_services
+from certification.report.command import report as report_command
 from certification.scenarios import Row, bundled_rows, load_catalog
 from certification.services import ServiceUnavailable
 from certification.signing import SigningError, build_test_result_predicate, generate_key, load_signer, sign_artifact
@@ -191,6 +192,9 @@ def gate(baseline: Annotated[Path, typer.Option("--baseline")], current: Annotat
         err.print(f"gate: {problem}", markup=False, highlight=False)
     typer.echo(f"gate: {'PASS' if result.passed else 'FAIL'} ({result.rows_compared} rows compared)")
     raise typer.Exit(0 if result.passed else 4)
+
+
+app.command(name="report")(report_command)
 
 
 def main() -> None:
