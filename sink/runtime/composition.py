@@ -24,6 +24,7 @@ from sink.runtime.backoff import DigestJitter
 from sink.runtime.child_requests import ArtifactChildRequests
 from sink.runtime.failpoints import Failpoints
 from sink.runtime.ports import SupervisorConfig, SupervisorPorts, SystemClock
+from sink.runtime.rate_limiter import journal_rate_limiter
 from sink.runtime.supervisor import Supervisor
 from sink.transport import HttpxRestTransport, auth_for, default_registry
 
@@ -99,10 +100,12 @@ class Runtime:
         auth = auth_for(binding.auth_provider, binding.credential_ref, default_registry())
         transport = HttpxRestTransport(binding.authority_origin, auth)
         self._stack.callback(transport.close)
+        clock = SystemClock()
         self.ports = SupervisorPorts(
             journal=self.journal, markers=self.markers, transport=transport,
             requests=ArtifactChildRequests(plan, self.store), contract=load_design_contract(),
-            jitter_for=DigestJitter, clock=SystemClock(), failpoint=self.failpoints.hit,
+            jitter_for=DigestJitter, clock=clock, failpoint=self.failpoints.hit,
+            limiter=journal_rate_limiter(plan, self.journal, clock),
         )
         self.config = SupervisorConfig(worker_id=worker_id, profile=plan.operation, capacity_scope=self.scope,
                                        lease_ttl=lease_ttl, wait_for_async=wait_for_async)

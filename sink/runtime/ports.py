@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Protocol
 
@@ -20,6 +20,7 @@ from sink.journal.markers import MarkerStore
 from sink.journal.port import DeliveryJournalPort
 from sink.journal.records import OperationRow, Receipt
 from sink.runtime.backoff import JitterSource
+from sink.runtime.rate_limiter import DistributedRateLimiterPort, NoRateLimit
 from sink.runtime.verification import ExpectedDelivery
 
 
@@ -81,3 +82,5 @@ class SupervisorPorts:
     jitter_for: Callable[[str], JitterSource]
     clock: RuntimeClock
     failpoint: Failpoint = no_failpoint
+    limiter: DistributedRateLimiterPort = field(default_factory=NoRateLimit)
+    """Asked before every submit, poll and summary request (journal-backed in a real run)."""

@@ -35,6 +35,7 @@ from sink.runtime.journal_moves import JournalMoves, boundary_observer, facts_di
 from sink.runtime.observe_step import ObserveStep
 from sink.runtime.outcome import ChildOutcome, ChildStatus, outcome_of
 from sink.runtime.ports import SupervisorConfig, SupervisorPorts
+from sink.runtime.rate_limiter import RequestKind
 from sink.runtime.submit_step import SubmitStep
 from sink.runtime.verification import (
     ExpectedDelivery,
@@ -192,9 +193,10 @@ class Supervisor:
         request = self._ports.requests.summary_request(row)
         if spec is None or spec.summary is None or request is None:
             return None
-        self._ports.failpoint(request_point("summary", "before_send"))
-        outcome = self._ports.transport.send(request, timeouts=self._config.profile.timeouts,
-                                             observer=boundary_observer("summary", self._ports.failpoint))
+        with self._ports.limiter.admit(RequestKind.SUMMARY):
+            self._ports.failpoint(request_point("summary", "before_send"))
+            outcome = self._ports.transport.send(request, timeouts=self._config.profile.timeouts,
+                                                 observer=boundary_observer("summary", self._ports.failpoint))
         self._ports.failpoint(request_point("summary", "before_record_result"))
         response = outcome.response
         if response is None or response.status != 200:
