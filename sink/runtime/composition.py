@@ -21,6 +21,7 @@ from sink.design.query import load_design_contract
 from sink.journal.markers import FileMarkerStore, MarkerStore
 from sink.journal.port import DeliveryJournalPort, JournalConfigurationError, JournalRejection
 from sink.runtime.backoff import DigestJitter
+from sink.runtime.child_pool import sync_child_width
 from sink.runtime.child_requests import ArtifactChildRequests
 from sink.runtime.failpoints import Failpoints
 from sink.runtime.ports import SupervisorConfig, SupervisorPorts, SystemClock
@@ -98,7 +99,9 @@ class Runtime:
             self.journal.configure_capacity(self.scope, slots)
         binding = plan.binding
         auth = auth_for(binding.auth_provider, binding.credential_ref, default_registry())
-        transport = HttpxRestTransport(binding.authority_origin, auth)
+        # One pooled connection per child in flight at once (never fewer than the transport's default).
+        transport = HttpxRestTransport(binding.authority_origin, auth,
+                                       max_connections=max(8, sync_child_width(plan.operation)))
         self._stack.callback(transport.close)
         clock = SystemClock()
         self.ports = SupervisorPorts(

@@ -1,0 +1,42 @@
+"""Bounded child concurrency of the sync family (seed: "Synchronous batch profiles may still use a
+certified bounded child concurrency"; async stays one child at a time in V1).
+
+Each child is still driven by ``Supervisor.drive`` from its own journal row, in the seed's per-child
+order; only whole children run side by side, in at most ``width`` threads. Threads fit the
+transport (one thread-safe httpx client, per-request trace state in a context variable) and the
+journal adapters (SQLite serialises on its lock and write transaction, PostgreSQL uses a pool).
+Results come back in child order, so the parent outcome does not depend on which thread finished
+first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+from sink.contracts.profile import OperationProfile
+
+T = TypeVar("T")
+
+
+def sync_child_width(profile: OperationProfile) -> int:
+    """How many children may be in flight at once: the profile's ``limits.max_in_flight_children``,
+    never more than its active-request bound (each in-flight child holds one request and one
+    capacity slot; more threads would only be refused), and always 1 for the async family."""
+    if profile.protocol_family != "sync_batch":
+        return 1
+    return max(1, min(profile.limits.max_in_flight_children, profile.rate_limits.max_active_requests))
+
+
+def drive_all(drive: Callable[[str], T], operation_ids: Sequence[str], width: int) -> list[T]:
+    """``drive`` every child, at most ``width`` at a time; results in the order of ``operation_ids``.
+
+    An exception of one child is raised after every started child has finished (none is abandoned
+    half-way inside its attempt), the first in child order winning.
+    """
+    if width <= 1 or len(operation_ids) <= 1:
+        return [drive(operation_id) for operation_id in operation_ids]
+    with ThreadPoolExecutor(max_workers=min(width, len(operation_ids)), thread_name_prefix="restproof-child") as pool:
+        futures = [pool.submit(drive, operation_id) for operation_id in operation_ids]
+    return [future.result() for future in futures]
