@@ -1,8 +1,9 @@
 """A separate process that shares one journal's rate limits (run as a script by the tests).
 
 ``take BUCKET RATE BURST``: say ``ready``, read a wall-clock window ``START END`` from stdin, take
-tokens of one bucket as fast as allowed inside it and print how many were granted. ``hold-and-die SCOPE HOLDER TTL_MS``: claim one
-active-request slot, say so, then SIGKILL itself while holding it.
+tokens of one bucket as fast as allowed inside it and print how many were granted.
+``hold-and-die SCOPE HOLDER TTL_MS``: claim one active-request slot, say so, then SIGKILL itself
+while holding it.
 """
 
 from __future__ import annotations
@@ -23,14 +24,16 @@ from sink.journal.rate_policy import BucketSpec, RateLimitJournal, SlotRequest
 def open_journal(where: str, markers: Path) -> RateLimitJournal:
     store = FileMarkerStore(markers)
     if where.startswith("sqlite:"):
-        from sink.journal.sqlite.adapter import open_sqlite_journal  # noqa: PLC0415
+        from sink.journal.sqlite.adapter import open_sqlite_journal
 
         return open_sqlite_journal(where.removeprefix("sqlite:"), markers=store,
                                    durability=Durability.NON_DURABLE_TESTS_ONLY)
-    from sink.journal.postgres import open_postgres_journal  # noqa: PLC0415
+    from sink.journal.postgres import open_postgres_journal
 
     dsn, schema = where.rsplit("#", 1)
-    return open_postgres_journal(dsn, schema=schema, markers=store, durability=Durability.NON_DURABLE_TESTS_ONLY)
+    journal = open_postgres_journal(dsn, schema=schema, markers=store, durability=Durability.NON_DURABLE_TESTS_ONLY)
+    assert isinstance(journal, RateLimitJournal)
+    return journal
 
 
 def take(journal: RateLimitJournal, spec: BucketSpec, start: float, end: float) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from rl_fakes import LIMITS, FakeStore, StepClock
 
 from sink.journal.rate_policy import BucketSpec, SlotRequest
 from sink.runtime.rate_limiter import (
@@ -15,7 +16,6 @@ from sink.runtime.rate_limiter import (
     RequestKind,
     bucket_specs,
 )
-from rl_fakes import LIMITS, FakeStore, StepClock
 
 
 def limiter(store: FakeStore, clock: StepClock, max_wait_ms: int = 10_000) -> JournalRateLimiter:

@@ -47,21 +47,22 @@ def _env() -> dict[str, str]:
 def shared(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Shared]:
     markers = tmp_path / "markers"
     if request.param == "sqlite":
-        from sink.journal.sqlite.adapter import open_sqlite_journal  # noqa: PLC0415
+        from sink.journal.sqlite.adapter import open_sqlite_journal
 
         path = tmp_path / "journal.sqlite3"
         journal = open_sqlite_journal(path, markers=FileMarkerStore(markers))
         yield Shared(f"sqlite:{path}", markers, journal)
         journal.close()
         return
-    import psycopg  # noqa: PLC0415
+    import psycopg
 
-    from sink.journal.postgres import open_postgres_journal  # noqa: PLC0415
+    from sink.journal.postgres import open_postgres_journal
 
     dsn: str = request.getfixturevalue("pg_dsn")
     schema = "rl_" + uuid.uuid4().hex[:12]
     pg = open_postgres_journal(dsn, schema=schema, markers=FileMarkerStore(markers),
                                durability=Durability.NON_DURABLE_TESTS_ONLY)
+    assert isinstance(pg, RateLimitJournal)
     try:
         yield Shared(f"{dsn}#{schema}", markers, pg)
     finally:
