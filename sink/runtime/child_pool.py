@@ -11,6 +11,7 @@ first.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
@@ -32,11 +33,28 @@ def sync_child_width(profile: OperationProfile) -> int:
 def drive_all(drive: Callable[[str], T], operation_ids: Sequence[str], width: int) -> list[T]:
     """``drive`` every child, at most ``width`` at a time; results in the order of ``operation_ids``.
 
-    An exception of one child is raised after every started child has finished (none is abandoned
-    half-way inside its attempt), the first in child order winning.
+    As in a serial run, a refusal (an exception) stops the parent: no child starts after it, the
+    children already started finish (none is abandoned half-way inside its attempt), and the first
+    exception in child order is raised.
     """
     if width <= 1 or len(operation_ids) <= 1:
         return [drive(operation_id) for operation_id in operation_ids]
+    refused = threading.Event()
+
+    def guarded(operation_id: str) -> T | None:
+        if refused.is_set():
+            return None
+        try:
+            return drive(operation_id)
+        except BaseException:
+            refused.set()
+            raise
+
     with ThreadPoolExecutor(max_workers=min(width, len(operation_ids)), thread_name_prefix="restproof-child") as pool:
-        futures = [pool.submit(drive, operation_id) for operation_id in operation_ids]
-    return [future.result() for future in futures]
+        futures = [pool.submit(guarded, operation_id) for operation_id in operation_ids]
+    for future in futures:
+        error = future.exception()
+        if error is not None:
+            raise error
+    results = [future.result() for future in futures]
+    return [result for result in results if result is not None]

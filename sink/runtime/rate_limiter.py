@@ -10,7 +10,9 @@ shares the buckets:
 * a submit takes one token of the submit bucket (``rate_limits.submit_per_minute``), a poll one of
   the poll bucket (``poll_per_minute``); a read-only summary query takes none (it is neither);
 * every request, summary included, holds one of ``max_active_requests`` slots while it runs. A
-  slot is a lease: a process killed while holding it blocks it only until the lease expires.
+  slot is a short lease that a background keeper renews while the request runs: a process killed
+  while holding it blocks it only until the lease expires (``SLOT_TTL``), never forever, and a
+  long request never loses its slot.
 
 Burst: each bucket holds at most one minute's quota (``burst = per_minute``), the plain meaning of
 "N per minute"; it then refills at ``per_minute / 60`` per second. The remote-job semaphore
@@ -20,6 +22,9 @@ critical transaction and never freed by a TTL.
 
 from __future__ import annotations
 
+import contextlib
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -35,8 +40,10 @@ from sink.journal.rate_policy import BucketSpec, RateLimitJournal, SlotRequest
 
 MAX_SLEEP_STEP_MS = 250
 """Re-ask at least this often: another process may release a slot before its lease ends."""
-SLOT_TTL_MARGIN = timedelta(seconds=30)
-"""Slot lease beyond the request's own total timeout: the journal writes around the request."""
+SLOT_TTL = timedelta(seconds=4)
+"""An active-request slot is a short lease, renewed every ``SLOT_RENEW_EVERY_S`` while its request
+runs: a killed process stops renewing, and its slots come free within this time."""
+SLOT_RENEW_EVERY_S = 1.0
 
 
 class RequestKind(StrEnum):
@@ -101,27 +108,68 @@ def bucket_specs(limits: RateLimits, scope_key: str) -> dict[RequestKind, Bucket
     }
 
 
+class SlotKeeper:
+    """Renews the held active-request slots of this process in the background.
+
+    Renewal and release run under one lock, so a slot released by its request is never renewed
+    (re-created) afterwards. A failed renewal only lets that lease run out sooner.
+    """
+
+    def __init__(self, store: RateLimitJournal, scope: str, limit: int, *, ttl: timedelta = SLOT_TTL,
+                 renew_every_s: float = SLOT_RENEW_EVERY_S) -> None:
+        self._store, self._scope, self._limit, self._ttl = store, scope, limit, ttl
+        self._every = renew_every_s
+        self._lock = threading.Lock()
+        self._held: set[str] = set()
+        self._thread: threading.Thread | None = None
+
+    def request(self, holder: str) -> SlotRequest:
+        return SlotRequest(self._scope, holder, self._limit, self._ttl)
+
+    def hold(self, holder: str) -> None:
+        with self._lock:
+            self._held.add(holder)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._renew, name="restproof-slot-keeper", daemon=True)
+                self._thread.start()
+
+    def release(self, holder: str) -> None:
+        with self._lock:
+            self._held.discard(holder)
+            self._store.release_request_slot(self._scope, holder)
+
+    def _renew(self) -> None:
+        while True:
+            time.sleep(self._every)
+            with self._lock:
+                if not self._held:
+                    self._thread = None
+                    return
+                for holder in sorted(self._held):
+                    with contextlib.suppress(Exception):
+                        self._store.acquire_request_slot(self.request(holder))
+
+
 class JournalRateLimiter:
     def __init__(self, store: RateLimitJournal, clock: Sleeper, *, limits: RateLimits, scope_key: str,
-                 request_total: timedelta, max_wait_ms: int) -> None:
+                 max_wait_ms: int, keeper: SlotKeeper | None = None) -> None:
         self._store = store
         self._clock = clock
         self._buckets = bucket_specs(limits, scope_key)
-        self._slot_scope = f"requests.{scope_key}"
-        self._slots = limits.max_active_requests
-        self._ttl = request_total + SLOT_TTL_MARGIN
+        self._keeper = keeper or SlotKeeper(store, f"requests.{scope_key}", limits.max_active_requests)
         self._max_wait_ms = max_wait_ms
 
     @contextmanager
     def admit(self, kind: RequestKind) -> Iterator[None]:
         holder = f"{kind.value}.{uuid.uuid4().hex}"
         self.take_token(kind)
-        request = SlotRequest(self._slot_scope, holder, self._slots, self._ttl)
+        request = self._keeper.request(holder)
         self._wait(kind, lambda: self._store.acquire_request_slot(request))
+        self._keeper.hold(holder)
         try:
             yield
         finally:
-            self._store.release_request_slot(self._slot_scope, holder)
+            self._keeper.release(holder)
 
     def take_token(self, kind: RequestKind) -> None:
         spec = self._buckets.get(kind)
@@ -150,7 +198,5 @@ def journal_rate_limiter(plan: CompiledPlan, journal: object, clock: Sleeper) ->
     """The limiter of one plan over a journal adapter (both adapters implement ``RateLimitJournal``)."""
     if not isinstance(journal, RateLimitJournal):
         raise JournalConfigurationError("this journal adapter keeps no distributed rate limits")
-    timeouts = plan.operation.timeouts
     return JournalRateLimiter(journal, clock, limits=plan.operation.rate_limits, scope_key=rate_scope_key(plan),
-                              request_total=timedelta(milliseconds=timeouts.request_total_ms),
-                              max_wait_ms=timeouts.operation_total_ms)
+                              max_wait_ms=plan.operation.timeouts.operation_total_ms)

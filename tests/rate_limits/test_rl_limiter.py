@@ -3,6 +3,7 @@ always gives its active-request slot back; the supervisor asks it before anythin
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import pytest
@@ -11,16 +12,17 @@ from rl_fakes import LIMITS, FakeStore, StepClock
 from sink.journal.rate_policy import BucketSpec, SlotRequest
 from sink.runtime.rate_limiter import (
     MAX_SLEEP_STEP_MS,
+    SLOT_TTL,
     JournalRateLimiter,
     RateLimitWaitExceeded,
     RequestKind,
+    SlotKeeper,
     bucket_specs,
 )
 
 
 def limiter(store: FakeStore, clock: StepClock, max_wait_ms: int = 10_000) -> JournalRateLimiter:
-    return JournalRateLimiter(store, clock, limits=LIMITS, scope_key="k", request_total=timedelta(seconds=2),
-                              max_wait_ms=max_wait_ms)
+    return JournalRateLimiter(store, clock, limits=LIMITS, scope_key="k", max_wait_ms=max_wait_ms)
 
 
 def test_a_submit_takes_a_submit_token_then_a_slot_and_releases_it() -> None:
@@ -29,7 +31,7 @@ def test_a_submit_takes_a_submit_token_then_a_slot_and_releases_it() -> None:
         assert [e[0] for e in store.events] == ["take:submit.k", "slot"]
         slot = store.events[1][1]
         assert isinstance(slot, SlotRequest) and slot.limit == LIMITS.max_active_requests
-        assert slot.ttl == timedelta(seconds=32) and slot.scope == "requests.k"
+        assert slot.ttl == SLOT_TTL and slot.scope == "requests.k"
     assert store.events[-1] == ("release", slot.holder)
 
 
@@ -84,3 +86,20 @@ def test_buckets_take_rate_and_burst_from_the_profile() -> None:
     assert specs[RequestKind.SUBMIT] == BucketSpec("submit.k", LIMITS.submit_per_minute, LIMITS.submit_per_minute)
     assert specs[RequestKind.POLL] == BucketSpec("poll.k", LIMITS.poll_per_minute, LIMITS.poll_per_minute)
     assert RequestKind.SUMMARY not in specs
+
+
+def test_the_keeper_renews_a_held_slot_until_it_is_released_and_never_after() -> None:
+    store = FakeStore()
+    keeper = SlotKeeper(store, "requests.k", 3, ttl=timedelta(seconds=1), renew_every_s=0.05)
+    keeper.hold("h1")
+    deadline = time.monotonic() + 5
+    while sum(1 for e in store.events if e[0] == "slot") < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    renewals = [e[1] for e in store.events if e[0] == "slot"]
+    assert len(renewals) >= 3
+    assert all(isinstance(r, SlotRequest) and r.holder == "h1" and r.ttl == timedelta(seconds=1) for r in renewals)
+    keeper.release("h1")
+    released_at = len(store.events)
+    assert store.events[-1] == ("release", "h1")
+    time.sleep(0.25)  # several renewal periods: the keeper stopped and renewed nothing more
+    assert store.events[released_at:] == []

@@ -7,7 +7,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from dataclasses import replace
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -103,7 +102,7 @@ def test_two_workers_on_one_journal_share_the_active_request_bound(tmp_path: Pat
             _rig(tmp_path / "b", services, second, 2, worker="worker-b", journal=journal, active=2)]
     for r in rigs:  # each its own connection to the one journal, as two processes would have
         limiter = JournalRateLimiter(r.journal, SystemClock(), limits=r.config.profile.rate_limits, scope_key="k",
-                                     request_total=timedelta(seconds=5), max_wait_ms=60_000)
+                                     max_wait_ms=60_000)
         r.ports = replace(r.ports, limiter=limiter)
     outcomes: dict[str, ParentOutcome] = {}
 
