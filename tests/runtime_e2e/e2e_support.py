@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 import yaml
+from psycopg.conninfo import conninfo_to_dict
 from sv_support import ADMIN, REPO, Services
 
 DELIVERY = str(Path(sys.executable).with_name("delivery"))
@@ -80,11 +81,18 @@ class Operator:
     def posts(self) -> list[dict[str, Any]]:
         return [entry for entry in self.services.proxy_log() if entry["method"] == "POST"]
 
-    def receiver_rule(self, rule: dict[str, Any]) -> None:
-        """Add one fault rule to the receiver's active behaviour (admin API)."""
+    def behaviour(self) -> dict[str, Any]:
+        document: dict[str, Any] = self.services.http.get(self.services.admin_url + "/_admin/behaviour").json()
+        return document
+
+    def switch_behaviour(self, behaviour: dict[str, Any]) -> None:
         http: httpx.Client = self.services.http
-        behaviour = http.get(self.services.admin_url + "/_admin/behaviour").json()
-        behaviour["rules"] = [*behaviour.get("rules", []), rule]
         answer = http.put(self.services.admin_url + "/_admin/behaviour", content=json.dumps(behaviour),
                           headers={**ADMIN, "content-type": "application/json"})
         assert answer.status_code == 200, answer.text
+
+
+def url_dsn(keyword_dsn: str, dbname: str) -> str:
+    """The ``postgresql://`` form ``delivery --journal`` takes, for another database of the server."""
+    parts = conninfo_to_dict(keyword_dsn)
+    return f"postgresql://{parts['user']}@{parts['host']}:{parts['port']}/{dbname}?connect_timeout=10"
