@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from sv_support import Rig, Services, admit, children_for, rig, start_services, 
 from sink.contracts.profile import OperationProfile
 from sink.runtime.child_pool import sync_child_width
 from sink.runtime.ports import SystemClock
-from sink.runtime.rate_limiter import JournalRateLimiter
+from sink.runtime.rate_limiter import JournalRateLimiter, RequestKind
 from sink.runtime.supervisor import ParentOutcome, Supervisor
 
 pytestmark = pytest.mark.timeout(180)
@@ -119,3 +120,39 @@ def test_two_workers_on_one_journal_share_the_active_request_bound(tmp_path: Pat
     assert all(c.status.value == "completed" for o in outcomes.values() for c in o.children)
     assert len(services.effects()) == len(DAYS)
     assert _max_concurrent_posts(services.proxy_log()) <= 2  # 2 + 2 without the shared bound
+
+
+class _Recording:
+    """A limiter that records when it is asked, beside the failpoints the supervisor passes."""
+
+    def __init__(self, events: list[str]) -> None:
+        self.events = events
+
+    @contextmanager
+    def admit(self, kind: RequestKind) -> Iterator[None]:
+        self.events.append(f"admit:{kind.value}")
+        try:
+            yield
+        finally:
+            self.events.append(f"release:{kind.value}")
+
+    def take_token(self, kind: RequestKind) -> None:
+        self.events.append(f"token:{kind.value}")
+
+
+def test_the_limits_are_asked_before_anything_durable_and_held_until_the_result_is_recorded(
+    tmp_path: Path, services: Services,
+) -> None:
+    services.reset()
+    events: list[str] = []
+    r = _rig(tmp_path, services, DAYS[:1], 1)
+    r.ports = replace(r.ports, limiter=_Recording(events), failpoint=events.append)
+    outcome = _deliver(r, DAYS[:1])
+    assert [c.status.value for c in outcome.children] == ["completed"]
+    submit = events.index("admit:submit")
+    assert events[submit + 1:submit + 3] == ["journal.acquire_lease.before", "journal.acquire_lease.after"]
+    assert events.index("journal.publish_marker.before") > submit
+    assert events.index("http.submit.before_send") < events.index("release:submit")
+    assert events.index("journal.record_submit_result.after") < events.index("release:submit")
+    summary = events.index("admit:summary")
+    assert events[summary + 1] == "http.summary.before_send" and "release:summary" in events[summary:]
