@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
 
+from sink.compiler import compile_files, default_paths
+from sink.contracts.plan import CompiledPlan
 from sink.contracts.profile_policy import RateLimits
 from sink.journal.rate_policy import BucketSpec, SlotRequest
 
@@ -40,3 +44,9 @@ class StepClock:
     def sleep_ms(self, milliseconds: int) -> None:
         self.slept.append(milliseconds)
         self.now += milliseconds
+
+
+@cache
+def bundled_sync_plan() -> CompiledPlan:
+    workload = Path(__file__).resolve().parents[2] / "scenarios" / "workloads" / "measurements-sync.yaml"
+    return compile_files(default_paths(workload))

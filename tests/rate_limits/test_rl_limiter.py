@@ -7,8 +7,9 @@ import time
 from datetime import timedelta
 
 import pytest
-from rl_fakes import LIMITS, FakeStore, StepClock
+from rl_fakes import LIMITS, FakeStore, StepClock, bundled_sync_plan
 
+from sink.journal.port import JournalConfigurationError
 from sink.journal.rate_policy import BucketSpec, SlotRequest
 from sink.runtime.rate_limiter import (
     MAX_SLEEP_STEP_MS,
@@ -18,6 +19,8 @@ from sink.runtime.rate_limiter import (
     RequestKind,
     SlotKeeper,
     bucket_specs,
+    journal_rate_limiter,
+    rate_scope_key,
 )
 
 
@@ -103,3 +106,57 @@ def test_the_keeper_renews_a_held_slot_until_it_is_released_and_never_after() ->
     assert store.events[-1] == ("release", "h1")
     time.sleep(0.25)  # several renewal periods: the keeper stopped and renewed nothing more
     assert store.events[released_at:] == []
+
+
+def test_waiting_is_measured_from_the_first_ask_and_may_use_the_whole_budget() -> None:
+    store, clock = FakeStore(token_waits=[250, 250]), StepClock(now=1_000_000)
+    limiter(store, clock, max_wait_ms=500).take_token(RequestKind.POLL)
+    assert clock.slept == [250, 250]
+
+
+def test_the_scope_key_covers_exactly_the_listed_components() -> None:
+    plan = bundled_sync_plan()
+    limits = plan.operation.rate_limits
+    assert set(limits.scope) == {"endpoint", "principal"}
+    base = rate_scope_key(plan)
+    other_principal = plan.model_copy(update={"binding": plan.binding.model_copy(
+        update={"remote_principal_id": "someone-else"})})
+    other_endpoint = plan.model_copy(update={"binding": plan.binding.model_copy(
+        update={"authority_origin": "http://127.0.0.1:1"})})
+    other_tenant = plan.model_copy(update={"environment": plan.environment.model_copy(
+        update={"tenant_id": "other-tenant"})})
+    other_profile = plan.model_copy(update={"operation": plan.operation.model_copy(update={"id": "mock.other"})})
+    assert rate_scope_key(other_principal) != base and rate_scope_key(other_endpoint) != base
+    assert rate_scope_key(other_profile) != base
+    assert rate_scope_key(other_tenant) == base  # tenant is not in this profile's scope
+    with_tenant = plan.model_copy(update={"operation": plan.operation.model_copy(update={
+        "rate_limits": limits.model_copy(update={"scope": ("tenant",)})})})
+    tenant_changed = with_tenant.model_copy(update={"environment": other_tenant.environment})
+    assert rate_scope_key(with_tenant) != rate_scope_key(tenant_changed)
+    environment_changed = with_tenant.model_copy(update={"environment": plan.environment.model_copy(
+        update={"environment_id": "other-env"})})
+    assert rate_scope_key(environment_changed) == rate_scope_key(with_tenant)
+
+
+def test_the_composition_builds_the_limiter_from_the_plan_over_a_journal_only() -> None:
+    plan = bundled_sync_plan()
+    store, clock = FakeStore(), StepClock()
+    built = journal_rate_limiter(plan, store, clock)
+    with built.admit(RequestKind.SUBMIT):
+        pass
+    take, slot = store.events[0], store.events[1]
+    key = rate_scope_key(plan)
+    assert take[1] == BucketSpec(f"submit.{key}", plan.operation.rate_limits.submit_per_minute,
+                                 plan.operation.rate_limits.submit_per_minute)
+    assert isinstance(slot[1], SlotRequest) and slot[1].scope == f"requests.{key}"
+    assert slot[1].limit == plan.operation.rate_limits.max_active_requests
+    with pytest.raises(JournalConfigurationError):
+        journal_rate_limiter(plan, object(), clock)
+
+
+def test_a_limiter_past_its_budget_reports_it() -> None:
+    store, clock = FakeStore(token_waits=[5_000] * 3_000), StepClock()
+    built = journal_rate_limiter(bundled_sync_plan(), store, clock)
+    with pytest.raises(RateLimitWaitExceeded):
+        built.take_token(RequestKind.SUBMIT)
+    assert sum(clock.slept) <= bundled_sync_plan().operation.timeouts.operation_total_ms

@@ -68,7 +68,7 @@ def test_out_of_range_specs_are_refused(rate: int, burst: int) -> None:
 
 
 def test_bucket_names_are_plain_identifiers() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="rate bucket"):
         BucketSpec("has space", 1, 1)
 
 
@@ -86,3 +86,36 @@ def test_slots_are_granted_below_the_limit_or_to_a_holder() -> None:
 def test_out_of_range_slot_requests_are_refused(limit: int, ttl: timedelta) -> None:
     with pytest.raises(ValueError):
         SlotRequest("requests.s", "h", limit, ttl)
+
+
+def test_a_granted_take_waits_nothing_and_an_equal_clock_keeps_the_stamp() -> None:
+    full = take_token(SPEC, None, T0)
+    assert full.granted and full.wait_ms == 0 and full.level == BucketLevel(2 * UNITS_PER_TOKEN, T0)
+    same = take_token(SPEC, BucketLevel(UNITS_PER_TOKEN, T0), T0)
+    assert same.granted and same.level == BucketLevel(0, T0)
+
+
+@pytest.mark.parametrize("rate,burst", [(1, 1), (1_000_000, 1_000_000)])
+def test_the_edges_of_the_spec_ranges_are_accepted(rate: int, burst: int) -> None:
+    assert BucketSpec("b", rate, burst).capacity_units == burst * UNITS_PER_TOKEN
+
+
+@pytest.mark.parametrize("limit,ttl", [(1, timedelta(microseconds=1)), (10_000, timedelta(hours=6))])
+def test_the_edges_of_the_slot_ranges_are_accepted(limit: int, ttl: timedelta) -> None:
+    assert SlotRequest("requests.s", "h", limit, ttl).limit == limit
+
+
+def test_the_slot_limit_above_the_maximum_is_refused() -> None:
+    with pytest.raises(ValueError):
+        SlotRequest("requests.s", "h", 10_001, timedelta(seconds=1))
+
+
+@pytest.mark.parametrize("scope,holder", [("has space", "h"), ("requests.s", "has space")])
+def test_slot_names_are_plain_identifiers(scope: str, holder: str) -> None:
+    with pytest.raises(ValueError, match="request-slot scope" if scope == "has space" else "request-slot holder"):
+        SlotRequest(scope, holder, 1, timedelta(seconds=1))
+
+
+def test_a_granted_slot_waits_nothing() -> None:
+    request = SlotRequest("requests.s", "h", 1, timedelta(seconds=5))
+    assert decide_slot(request, [], holds_already=False, now=T0).wait_ms == 0
