@@ -160,3 +160,18 @@ def test_a_limiter_past_its_budget_reports_it() -> None:
     with pytest.raises(RateLimitWaitExceeded):
         built.take_token(RequestKind.SUBMIT)
     assert sum(clock.slept) <= bundled_sync_plan().operation.timeouts.operation_total_ms
+
+
+def test_a_one_millisecond_wait_is_still_waited() -> None:
+    store, clock = FakeStore(token_waits=[1]), StepClock()
+    limiter(store, clock).take_token(RequestKind.SUBMIT)
+    assert clock.slept == [1] and len(store.events) == 2
+
+
+def test_the_environment_component_counts_when_listed() -> None:
+    plan = bundled_sync_plan()
+    scoped = plan.model_copy(update={"operation": plan.operation.model_copy(update={
+        "rate_limits": plan.operation.rate_limits.model_copy(update={"scope": ("environment",)})})})
+    moved = scoped.model_copy(update={"environment": plan.environment.model_copy(
+        update={"environment_id": "other-env"})})
+    assert rate_scope_key(moved) != rate_scope_key(scoped)
