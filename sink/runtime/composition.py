@@ -21,9 +21,11 @@ from sink.design.query import load_design_contract
 from sink.journal.markers import FileMarkerStore, MarkerStore
 from sink.journal.port import DeliveryJournalPort, JournalConfigurationError, JournalRejection
 from sink.runtime.backoff import DigestJitter
+from sink.runtime.child_pool import sync_child_width
 from sink.runtime.child_requests import ArtifactChildRequests
 from sink.runtime.failpoints import Failpoints
 from sink.runtime.ports import SupervisorConfig, SupervisorPorts, SystemClock
+from sink.runtime.rate_limiter import journal_rate_limiter
 from sink.runtime.supervisor import Supervisor
 from sink.security.policies import PolicyStore
 from sink.security.revocation import gate_from_environ
@@ -81,8 +83,10 @@ class Runtime:
         self._stack = ExitStack()
         self.plan = plan
         # First: a binding its policies refuse (exit 2) must not have opened anything.
+        # One pooled connection per child in flight at once (never fewer than the transport's default).
         wire = open_binding_transport(plan.binding, timeouts=plan.operation.timeouts,
-                                      policies=PolicyStore.from_environ(os.environ), resolver=default_registry())
+                                      policies=PolicyStore.from_environ(os.environ), resolver=default_registry(),
+                                      max_connections=max(8, sync_child_width(plan.operation)))
         self._stack.callback(wire.close)
         self.markers = FileMarkerStore(locations.markers)
         self.store = LocalArtifactStore(locations.artifacts)
@@ -102,12 +106,14 @@ class Runtime:
             configured = None  # first use of this scope
         if configured != slots:
             self.journal.configure_capacity(self.scope, slots)
+        clock = SystemClock()
         self.ports = SupervisorPorts(
             journal=self.journal, markers=self.markers, transport=wire.transport,
             requests=ArtifactChildRequests(plan, self.store), contract=load_design_contract(),
-            jitter_for=DigestJitter, clock=SystemClock(), failpoint=self.failpoints.hit,
+            jitter_for=DigestJitter, clock=clock, failpoint=self.failpoints.hit,
             submit_gate=gate_from_environ(os.environ, profile_contract_digest=plan.digests.profile_contract_digest,
                                           binding_digest=plan.digests.receiver_binding_semantics_digest),
+            limiter=journal_rate_limiter(plan, self.journal, clock),
         )
         self.config = SupervisorConfig(worker_id=worker_id, profile=plan.operation, capacity_scope=self.scope,
                                        lease_ttl=lease_ttl, wait_for_async=wait_for_async)

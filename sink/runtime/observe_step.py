@@ -17,6 +17,7 @@ from sink.runtime.failpoints import journal_point, request_point
 from sink.runtime.journal_moves import JournalMoves, boundary_observer, outcome_digest
 from sink.runtime.poll_classification import PollContext, classify_poll
 from sink.runtime.ports import SupervisorConfig, SupervisorPorts
+from sink.runtime.rate_limiter import RequestKind
 
 
 class ReceiptMissing(RuntimeError):
@@ -49,9 +50,10 @@ class ObserveStep:
         deadline_ms = min(profile.timeouts.operation_total_ms, profile.timeouts.receiver_expiry_ms or 2**62)
         last: ResponseEvidence | None = None
         while True:
-            ports.failpoint(request_point("poll", "before_send"))
-            outcome = ports.transport.send(request, timeouts=profile.timeouts,
-                                           observer=boundary_observer("poll", ports.failpoint))
+            with ports.limiter.admit(RequestKind.POLL):
+                ports.failpoint(request_point("poll", "before_send"))
+                outcome = ports.transport.send(request, timeouts=profile.timeouts,
+                                               observer=boundary_observer("poll", ports.failpoint))
             ports.failpoint(request_point("poll", "before_record_result"))
             elapsed = ports.clock.monotonic_ms() - operation_started_ms
             decision = classify_poll(

@@ -20,6 +20,7 @@ from sink.journal.markers import MarkerStore
 from sink.journal.port import DeliveryJournalPort
 from sink.journal.records import OperationRow, Receipt
 from sink.runtime.backoff import JitterSource
+from sink.runtime.rate_limiter import DistributedRateLimiterPort, NoRateLimit
 from sink.runtime.verification import ExpectedDelivery
 from sink.security.revocation import OpenGate, SubmitGate
 
@@ -84,3 +85,5 @@ class SupervisorPorts:
     failpoint: Failpoint = no_failpoint
     submit_gate: SubmitGate = field(default_factory=OpenGate)
     """Asked before every new mutation attempt (the deny-only revocation list); never by polls."""
+    limiter: DistributedRateLimiterPort = field(default_factory=NoRateLimit)
+    """Asked before every submit, poll and summary request (journal-backed in a real run)."""

@@ -24,10 +24,10 @@ from sink.journal.records import AdmittedParent, OperationRow
 from sink.preparation import PLAN_ARTIFACT_SCHEMA_ID, prepare
 from sink.preparation.sealing import Progress
 from sink.runtime.composition import Locations, Runtime, open_journal
+from sink.runtime.intent_guard import require_admitted_intent
 from sink.runtime.next_actions import allowed_actions
 from sink.runtime.outcome import ChildOutcome, outcome_of, overall_exit
 from sink.runtime.supervisor import ParentOutcome
-from sink.security.resume_guard import assert_resumable
 from sink.source import source_port
 
 RESULT_SCHEMA = "restproof.delivery_result.v1"
@@ -73,8 +73,8 @@ def run_delivery(plan: CompiledPlan, scope_from: date, scope_to: date, *, worklo
         prepared = prepare(plan, scope_from, scope_to, source=source, store=runtime.store, journal=runtime.journal,
                            correction_revision=correction_revision, failpoint=runtime.failpoints.hit,
                            progress=progress)
-        if prepared.resumed:  # the parent was admitted earlier: under this same binding identity?
-            assert_resumable(plan, runtime.store, prepared.admitted.parent.plan_ref)
+        if prepared.resumed:
+            require_admitted_intent(plan, prepared.admitted, runtime.store)
         outcome = runtime.supervisor.run_parent(prepared.parent_id)
         return result_view(outcome, resumed=prepared.resumed)
 

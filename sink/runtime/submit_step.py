@@ -28,6 +28,7 @@ from sink.journal.records import LeaseKind, OperationRow, SubmitRequest
 from sink.runtime.failpoints import journal_point, request_point
 from sink.runtime.journal_moves import JournalMoves, boundary_observer, outcome_digest
 from sink.runtime.ports import SupervisorConfig, SupervisorPorts
+from sink.runtime.rate_limiter import RequestKind
 from sink.runtime.retry_guard import assert_mutation_permitted, may_start_attempt
 from sink.runtime.submit_classification import SubmitAction, SubmitContext, SubmitDecision, classify_submit
 
@@ -54,6 +55,13 @@ class SubmitStep:
             row.axes, attempts_used=row.attempt_count, max_attempts=config.profile.submit_retry.max_attempts
         )
         assert_mutation_permitted(verdict, row.operation_id)
+        # The limits are asked before anything durable: a wait for a token never runs down a
+        # mutation lease in SUBMITTING. The active-request slot is held until the result is recorded.
+        with ports.limiter.admit(RequestKind.SUBMIT):
+            return self._attempt(row, operation_started_ms)
+
+    def _attempt(self, row: OperationRow, operation_started_ms: int) -> AttemptResult:
+        ports, config = self._ports, self._config
         self._lease(LeaseKind.MUTATION, row.operation_id)
         ordinal = row.attempt_count + 1
         marker = MayAttemptMarker(
@@ -87,8 +95,10 @@ class SubmitStep:
         sends = 0
         while True:
             if sends:
-                # A replay follows a wait (Retry-After, backoff): renew the mutation lease first, so
-                # the attempt is still provably ours when its outcome is recorded.
+                # A replay is one more submit for the rate limit; it follows a wait (Retry-After,
+                # backoff): renew the mutation lease after it, so the attempt is still provably ours
+                # when its outcome is recorded.
+                ports.limiter.take_token(RequestKind.SUBMIT)
                 self._lease(LeaseKind.MUTATION, submitting.operation_id)
             ports.failpoint(request_point("submit", "before_send"))
             outcome: TransportOutcome = ports.transport.send(request, timeouts=profile.timeouts,

@@ -16,7 +16,9 @@ step that state permits:
   under the checkpoint lease.
 
 Async profiles run one child at a time (V1 ``max_in_flight_children: 1``): the next child starts
-only after the previous one is terminal. Every write passes its named failpoint.
+only after the previous one is terminal. Sync profiles drive up to ``limits.max_in_flight_children``
+children side by side (``child_pool``), each in the same per-child order. Every write passes its
+named failpoint.
 """
 
 from __future__ import annotations
@@ -30,11 +32,13 @@ from sink.contracts.transport import ResponseEvidence
 from sink.journal.port import CapacityExhausted, JournalRejection, LeaseUnavailable
 from sink.journal.records import FrontierResult, LeaseKind, OperationRow
 from sink.runtime import plan_move
+from sink.runtime.child_pool import drive_all, sync_child_width
 from sink.runtime.failpoints import journal_point, request_point
 from sink.runtime.journal_moves import JournalMoves, boundary_observer, facts_digest
 from sink.runtime.observe_step import ObserveStep
 from sink.runtime.outcome import ChildOutcome, ChildStatus, outcome_of
 from sink.runtime.ports import SupervisorConfig, SupervisorPorts
+from sink.runtime.rate_limiter import RequestKind
 from sink.runtime.submit_step import SubmitStep
 from sink.runtime.verification import (
     ExpectedDelivery,
@@ -85,21 +89,29 @@ class Supervisor:
         async_family = self._config.profile.protocol_family == "async_bulk_job"
         outcomes: list[ChildOutcome] = []
         children = sorted(parent.children, key=lambda child: child.descriptor.ordinal)
-        for index, child in enumerate(children):
-            try:
-                outcome = self.drive(child.operation_id)
-            except (CapacityExhausted, LeaseUnavailable):
-                # Another worker holds the child, or every remote-job slot is held (an unknown effect
-                # keeps its slot until reconciled): nothing was sent; try again later.
-                outcome = replace(outcome_of(self._row(child.operation_id)), exit_class=ExitClass.UNAVAILABLE)
-            outcomes.append(outcome)
-            if async_family and outcome.status is ChildStatus.PENDING:
-                outcomes.extend(outcome_of(later) for later in children[index + 1:])
-                break
+        width = sync_child_width(self._config.profile)
+        if width > 1:
+            outcomes = drive_all(self._drive_or_unavailable, [child.operation_id for child in children], width)
+        else:
+            for index, child in enumerate(children):
+                outcome = self._drive_or_unavailable(child.operation_id)
+                outcomes.append(outcome)
+                if async_family and outcome.status is ChildStatus.PENDING:
+                    outcomes.extend(outcome_of(later) for later in children[index + 1:])
+                    break
         frontier = self._promote(parent_id) if any(o.status is ChildStatus.COMPLETED for o in outcomes) else None
         if frontier is not None and frontier.promoted_operation_ids:
             outcomes = [self._reread_outcome(o) for o in outcomes]
         return ParentOutcome(parent_id, tuple(outcomes), frontier)
+
+    def _drive_or_unavailable(self, operation_id: str) -> ChildOutcome:
+        try:
+            return self.drive(operation_id)
+        except (CapacityExhausted, LeaseUnavailable):
+            # Another worker holds the child, or every remote-job slot is held (an unknown effect
+            # keeps its slot until reconciled), or the rate limits did not admit the request in
+            # time: nothing was sent; try again later.
+            return replace(outcome_of(self._row(operation_id)), exit_class=ExitClass.UNAVAILABLE)
 
     def drive(self, operation_id: str) -> ChildOutcome:
         """Take steps on one child until it is terminal, pending, or blocked."""
@@ -192,9 +204,10 @@ class Supervisor:
         request = self._ports.requests.summary_request(row)
         if spec is None or spec.summary is None or request is None:
             return None
-        self._ports.failpoint(request_point("summary", "before_send"))
-        outcome = self._ports.transport.send(request, timeouts=self._config.profile.timeouts,
-                                             observer=boundary_observer("summary", self._ports.failpoint))
+        with self._ports.limiter.admit(RequestKind.SUMMARY):
+            self._ports.failpoint(request_point("summary", "before_send"))
+            outcome = self._ports.transport.send(request, timeouts=self._config.profile.timeouts,
+                                                 observer=boundary_observer("summary", self._ports.failpoint))
         self._ports.failpoint(request_point("summary", "before_record_result"))
         response = outcome.response
         if response is None or response.status != 200:

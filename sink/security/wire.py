@@ -54,7 +54,7 @@ def token_origin_allowed(binding: PlanBinding, network: NetworkPolicy) -> bool:
 
 def open_binding_transport(
     binding: PlanBinding, *, timeouts: TimeoutVector, policies: PolicyStore, resolver: CredentialResolverPort,
-    dns_resolver: Resolver = system_resolver, clock: Callable[[], float] = time.monotonic,
+    dns_resolver: Resolver = system_resolver, clock: Callable[[], float] = time.monotonic, max_connections: int = 8,
 ) -> BindingTransport:
     tls = policies.tls(binding.tls_policy_ref)
     network = policies.network(binding.network_policy_ref)
@@ -88,7 +88,7 @@ def open_binding_transport(
                               f"used ({reason})") from None
     context = _context(tls, auth if isinstance(auth, MtlsAuth) else None)
     transport = HttpxRestTransport(binding.authority_origin, auth, ssl_context=context, resolver=dns_resolver,
-                                   address_allowed=network.allows)
+                                   address_allowed=network.allows, max_connections=max_connections)
     return BindingTransport(transport, auth, network, opened)
 
 

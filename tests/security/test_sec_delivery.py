@@ -241,7 +241,7 @@ def test_a_principal_swap_cannot_resume_an_existing_operation(tmp_path: Path, st
     swapped = _run(stack, _bindings(tmp_path, stack, remote_principal_id="another-principal",
                                     remote_account_id="another-account"), state, "--worker-id", "host-b")
     assert swapped.returncode == 2, swapped.stderr
-    assert json.loads(swapped.stdout)["errors"][0]["code"] == "security.binding_identity_changed"
+    assert json.loads(swapped.stdout)["errors"][0]["code"] == "REST_DELIVERY_INTENT_CONFLICT"
     assert len(stack.mutations()) == 1, "the swapped principal sent nothing"
     # A rotated secret (another reference, same principal) is the same binding identity: it resumes.
     rotated = _run(stack, _bindings(tmp_path, stack, credential_ref="env://SEC_ROTATED"), state,

@@ -1,4 +1,4 @@
-"""The resume guard compares binding identities, nothing else."""
+"""The resume guard: only identity digests refuse; an execution policy change still resumes."""
 
 from __future__ import annotations
 
@@ -8,21 +8,27 @@ import pytest
 
 from sink.compiler import compile_files, default_paths
 from sink.contracts.plan import CompiledPlan
-from sink.security.errors import SecurityRefusal
-from sink.security.resume_guard import assert_same_binding
+from sink.runtime.intent_guard import IDENTITY_DIGESTS, differing_intent
 
 REPO = Path(__file__).resolve().parents[2]
+PLAN = compile_files(default_paths(REPO / "scenarios/workloads/measurements-sync.yaml"))
 
 
 def _with(plan: CompiledPlan, **digests: str) -> CompiledPlan:
     return plan.model_copy(update={"digests": plan.digests.model_copy(update=digests)})
 
 
-def test_only_a_changed_binding_identity_refuses() -> None:
-    plan = compile_files(default_paths(REPO / "scenarios/workloads/measurements-sync.yaml"))
-    assert_same_binding(plan, plan)
-    # Another execution policy or profile version under the same binding: not this guard's concern.
-    assert_same_binding(plan, _with(plan, execution_policy_digest="sha256:" + "1" * 64))
-    with pytest.raises(SecurityRefusal) as refused:
-        assert_same_binding(plan, _with(plan, receiver_binding_semantics_digest="sha256:" + "2" * 64))
-    assert refused.value.code == "security.binding_identity_changed" and int(refused.value.exit_class) == 2
+def test_the_same_plan_and_a_policy_change_resume() -> None:
+    assert differing_intent(PLAN, PLAN) == []
+    assert differing_intent(PLAN, _with(PLAN, execution_policy_digest="sha256:" + "1" * 64)) == []
+
+
+@pytest.mark.parametrize("name", IDENTITY_DIGESTS)
+def test_each_identity_digest_alone_refuses(name: str) -> None:
+    assert differing_intent(PLAN, _with(PLAN, **{name: "sha256:" + "2" * 64})) == [name]
+
+
+def test_the_binding_identity_is_among_them() -> None:
+    # The threat model's principal/account swap: the binding semantics digest must be guarded.
+    assert "receiver_binding_semantics_digest" in IDENTITY_DIGESTS
+    assert "execution_policy_digest" not in IDENTITY_DIGESTS

@@ -63,17 +63,19 @@ def test_killed_worker_recovers_on_another_host_and_the_operator_resolves_it(
     second = _delivery("run", *common, "--worker-id", "host-b")
     assert second.returncode == 4, second.stderr
     result = json.loads(second.stdout)
+    # The profile runs two children at once: host-a may have had both in flight when it died.
     blocked = [c for c in result["children"] if c["status"] == "blocked"]
-    assert len(blocked) == 1 and blocked[0]["axes"]["remote_effect"] == "UNKNOWN"
-    assert len([e for e in services.proxy_log() if e["method"] == "POST"]) == 2, "never re-sent"
+    assert 1 <= len(blocked) <= 2 and all(c["axes"]["remote_effect"] == "UNKNOWN" for c in blocked)
+    assert len([e for e in services.proxy_log() if e["method"] == "POST"]) == 2, "each child sent once, never re-sent"
     inspected = json.loads(_delivery("inspect", "--operation-id", result["parent_id"], "--state-dir", str(state),
                                      "--format", "json").stdout)
-    assert "reconcile" in next(c for c in inspected["children"]
-                               if c["operation_id"] == blocked[0]["operation_id"])["allowed_next_actions"]
-    reconciled = _delivery("reconcile", "--operation-id", blocked[0]["operation_id"], "--apply",
-                           "--state-dir", str(state), "--format", "json")
-    assert reconciled.returncode == 0, reconciled.stderr
-    assert json.loads(reconciled.stdout)["after"]["remote_effect"] == "FULLY_APPLIED"
+    for child in blocked:
+        assert "reconcile" in next(c for c in inspected["children"]
+                                   if c["operation_id"] == child["operation_id"])["allowed_next_actions"]
+        reconciled = _delivery("reconcile", "--operation-id", child["operation_id"], "--apply",
+                               "--state-dir", str(state), "--format", "json")
+        assert reconciled.returncode == 0, reconciled.stderr
+        assert json.loads(reconciled.stdout)["after"]["remote_effect"] == "FULLY_APPLIED"
     final = json.loads(_delivery("inspect", "--operation-id", result["parent_id"], "--state-dir", str(state),
                                  "--format", "json").stdout)
     assert final["exit_code"] == 0 and final["frontier"]["frontier_order"] == 1

@@ -28,8 +28,8 @@ from sink.journal.marker_policy import check_retirement_request, marker_attempt_
 from sink.journal.markers import StoredMarker, UnreadableMarker, namespace_key
 from sink.journal.port import JournalRejection, RejectionReason, TransitionRejected
 from sink.journal.postgres import admission, effects, retirement, submit
-from sink.journal.postgres.base import PostgresJournalBase
 from sink.journal.postgres.connection import Cursor
+from sink.journal.postgres.rate_limits import PostgresRateLimits
 from sink.journal.postgres.rows import OPERATION_COLUMNS, operation_of, to_timestamp
 from sink.journal.records import (
     AdmittedParent,
@@ -68,7 +68,7 @@ class _DomainLockNeeded(Exception):
     """The transition raises the effect index but the domain row was not locked first: redo."""
 
 
-class PostgresJournal(PostgresJournalBase):
+class PostgresJournal(PostgresRateLimits):
     """DeliveryJournalPort over one PostgreSQL schema."""
 
     # ----- reads -------------------------------------------------------------------------------

@@ -50,6 +50,7 @@ from sink.journal.sqlite.codec import (
     observation_from_row,
     parent_from_row,
 )
+from sink.journal.sqlite.rate_limits import SqliteRateLimits
 from sink.journal.sqlite.retirement import SqliteRetirement, reconciliation_used
 from sink.journal.submit_policy import check_not_stale, check_submit_permitted
 from sink.journal.transition_policy import (
@@ -64,7 +65,7 @@ from sink.journal.transition_policy import (
 )
 
 
-class SqliteJournal(SqliteRetirement):
+class SqliteJournal(SqliteRetirement, SqliteRateLimits):
     """DeliveryJournalPort over one SQLite file (WAL, synchronous=FULL)."""
 
     def get_parent(self, parent_id: str) -> ParentRecord | None:

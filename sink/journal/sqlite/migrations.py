@@ -167,6 +167,25 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
         CREATE INDEX retired_markers_by_namespace ON retired_markers (operation_namespace)
         """,
     ),
+    (
+        4,
+        # The distributed rate limiter (sink.journal.rate_policy): one token bucket per limit and
+        # scope, and the active-request claims, each a lease that expires so a killed holder
+        # cannot keep its slot forever. Shared by every process that opens this file.
+        """
+        CREATE TABLE rate_buckets (
+            bucket TEXT PRIMARY KEY,
+            units INTEGER NOT NULL CHECK (units >= 0),
+            refilled_at TEXT NOT NULL
+        );
+        CREATE TABLE request_slots (
+            scope TEXT NOT NULL,
+            holder TEXT NOT NULL,
+            expires_at TEXT NOT NULL,
+            PRIMARY KEY (scope, holder)
+        )
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]

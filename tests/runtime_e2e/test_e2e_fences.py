@@ -1,0 +1,108 @@
+"""The pre-submit fences through `delivery run`, against the real receiver through the fault proxy:
+every refusal happens before ANY request (the proxy's log and the receiver's ledger are the judges).
+
+* an intent conflict: the same delivery re-run under different receiver semantics;
+* overlapping generations: a higher generation refused while a lower overlapping one is UNKNOWN,
+  and a stale (lower) generation refused;
+* an incremental append over a scope already appended.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from e2e_support import Operator
+from sv_support import Services, start_services, stop
+
+pytestmark = pytest.mark.timeout(300)
+SYNC = "measurements-sync"
+
+
+@pytest.fixture(scope="module")
+def services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Services]:
+    running = start_services("json-batches", tmp_path_factory.mktemp("e2e-fences"))
+    try:
+        yield running
+    finally:
+        stop(running.proxy)
+        stop(running.receiver)
+
+
+@pytest.fixture
+def operator(tmp_path: Path, services: Services) -> Operator:
+    services.reset()
+    return Operator(tmp_path, services)
+
+
+def test_an_intent_conflict_is_refused_before_any_request(operator: Operator) -> None:
+    # Admitted, then killed before its first request: the journal holds the parent, nothing was sent.
+    first = operator.run(SYNC, "2026-03-01", "2026-03-05", failpoint="admit.committed")
+    assert first.code == -9, first.stderr
+    assert operator.services.proxy_log() == []
+    # The same delivery (same keys) now means something else at the receiver.
+    operator.edit_yaml("bindings/mock_measurements.yaml", remote_resource_namespace="ingest-v2")
+    again = operator.run(SYNC, "2026-03-01", "2026-03-05")
+    assert again.code == 2, again.stderr
+    assert again.error_codes == ["REST_DELIVERY_INTENT_CONFLICT"]
+    assert operator.services.proxy_log() == [] and operator.services.effects() == []
+    assert operator.services.requests() == []
+
+
+def _leave_unknown(operator: Operator) -> None:
+    """Deliver 2026-03-01..05 (two children, both in flight at once) so that at least one child is
+    UNKNOWN: the worker is killed after the receiver answered, a second host records the loss."""
+    killed = operator.run(SYNC, "2026-03-01", "2026-03-05", "--lease-seconds", "1",
+                          failpoint="http.submit.after_response_headers")
+    assert killed.code == -9, killed.stderr
+    time.sleep(1.2)  # the killed worker's mutation lease expires on the journal clock
+    second = operator.run(SYNC, "2026-03-01", "2026-03-05", "--lease-seconds", "1", worker="host-b")
+    assert second.code == 4, second.stderr
+    assert "UNKNOWN" in [child["axes"]["remote_effect"] for child in second.children]
+
+
+def test_a_higher_overlapping_generation_waits_for_the_unknown_one_and_a_stale_one_is_refused(
+    operator: Operator,
+) -> None:
+    _leave_unknown(operator)
+    posts = len(operator.posts())
+    assert posts == 2  # each child once
+    # Generation 2026-03-07 overlaps the UNKNOWN child of generation 2026-03-05: refused, exit 4.
+    newer = operator.run(SYNC, "2026-03-01", "2026-03-07")
+    assert newer.code == 4, newer.stderr
+    assert newer.error_codes == ["REST_DELIVERY_OVERLAPPING_EFFECT_IN_FLIGHT"]
+    # Generation 2026-03-03 is older than overlapping admitted generations: stale, exit 2.
+    stale = operator.run(SYNC, "2026-03-01", "2026-03-03")
+    assert stale.code == 2, stale.stderr
+    assert stale.error_codes == ["REST_DELIVERY_STALE_GENERATION"]
+    assert len(operator.posts()) == posts, "a refused generation sent nothing"
+    assert sorted(e["scope_start"] for e in operator.services.effects()) == ["2026-03-01", "2026-03-03"]
+
+
+def test_an_append_over_an_applied_scope_is_refused_before_any_request(operator: Operator) -> None:
+    sink = _sink(operator)
+    mutation = sink["mutation"]
+    assert isinstance(mutation, dict)
+    operator.edit_yaml("workloads/measurements-sync.yaml", sink={**sink, "mutation": {**mutation,
+                                                                                      "kind": "incremental_append"}})
+    applied = operator.run(SYNC, "2026-03-01", "2026-03-05")
+    assert applied.code == 0, applied.stderr
+    assert [c["axes"]["remote_effect"] for c in applied.children] == ["FULLY_APPLIED"] * 2
+    posts = len(operator.posts())
+    # A later generation over the same days: the append would add the rows a second time.
+    again = operator.run(SYNC, "2026-03-01", "2026-03-07")
+    assert again.code == 2, again.stderr
+    assert again.error_codes == ["REST_DELIVERY_APPEND_SCOPE_ALREADY_APPLIED"]
+    assert len(operator.posts()) == posts
+    assert len(operator.services.effects()) == 2
+
+
+def _sink(operator: Operator) -> dict[str, object]:
+    import yaml
+
+    document = yaml.safe_load((operator.scenarios / "workloads" / f"{SYNC}.yaml").read_text(encoding="utf-8"))
+    sink = document["sink"]
+    assert isinstance(sink, dict)
+    return sink
