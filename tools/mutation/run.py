@@ -36,7 +36,7 @@ from mutator import Mutant, enumerate_mutants, mutated_source
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
-COPIED = ("sink", "mock_receiver", "fault_proxy", "tests", "scenarios", "docs", "benchmarks")
+COPIED = ("sink", "mock_receiver", "fault_proxy", "certification", "tests", "scenarios", "docs", "benchmarks")
 COPIED_FILES = ("pyproject.toml", "README.md")
 
 
