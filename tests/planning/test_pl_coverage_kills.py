@@ -45,5 +45,6 @@ def test_every_window_bound_alone_changes_the_digest() -> None:
 
 def test_empty_boundary_is_part_of_the_proof() -> None:
     empty = coverage_proof((ChildWindow(0, D, date(2026, 1, 2), 0, 0, 0),), D, date(2026, 1, 2), 0)
-    assert empty.canonical()["empty_boundary"] is True
-    assert empty.canonical()["total_rows"] == 0
+    assert empty.empty_boundary is True
+    assert empty.canonical() == {**CANONICAL, "scope_to": "2026-01-02", "total_rows": 0, "empty_boundary": True,
+                                 "windows": [["2026-01-01", "2026-01-02", 0, 0]]}
