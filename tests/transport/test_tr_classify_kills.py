@@ -33,7 +33,8 @@ def test_each_trace_step_started_is_its_phase(step: str, phase: TransportPhase) 
 
 @pytest.mark.parametrize("event", ["complete", "failed"])
 def test_only_a_started_event_moves_the_phase(event: str) -> None:
-    steps = ["connection.connect_tcp.started", "connection.connect_tcp.complete", f"http11.send_request_headers.{event}"]
+    steps = ["connection.connect_tcp.started", "connection.connect_tcp.complete",
+             f"http11.send_request_headers.{event}"]
     assert last_phase_started(steps) is P.CONNECT
 
 
