@@ -118,3 +118,61 @@ def test_rule_json_carries_its_counters() -> None:
     assert book.decide_request("GET", "/", frozenset()) == []
     body = rule.to_json()
     assert (body["id"], body["matched"], body["fired"], body["armed"]) == ("a", 2, 1, False)
+
+
+def _close(**fields: Any) -> RuleSpec:
+    return RuleSpec.model_validate({"fault": {"action": "close", "phase": "request"}, **fields})
+
+
+def test_rules_are_immutable_once_validated() -> None:
+    rule = _close()
+    with pytest.raises(ValidationError):
+        rule.fire = "once"  # type: ignore[misc]
+
+
+def test_a_match_copied_without_validation_still_matches_its_regex() -> None:
+    unvalidated = Match.model_construct(path_regex=r"/jobs/\d+")
+    assert unvalidated.matches("GET", "/jobs/7", frozenset()) is True
+    assert unvalidated.matches("GET", "/jobs/x", frozenset()) is False
+
+
+@pytest.mark.parametrize("match", [{"method": "GE T"}, {"headers_absent": ["bad name"]}])
+def test_methods_and_absent_header_names_must_be_tokens(match: dict[str, Any]) -> None:
+    assert _match_ok(**match) is False
+
+
+def test_only_cr_lf_and_nul_are_refused_in_a_status_header_value() -> None:
+    assert _ok({"action": "status", "status": 503, "headers": {"X-A": "XYZ value"}}) is True
+    for bad in ("a\rb", "a\nb", "a\x00b"):
+        assert _ok({"action": "status", "status": 503, "headers": {"X-A": bad}}) is False
+
+
+def test_rule_json_is_plain_json() -> None:
+    body = RuleBook(seed=1).add(_close(match={"headers_present": ["a"]})).to_json()
+    assert body["match"] == {"method": None, "path": None, "path_regex": None, "headers_present": ["a"],
+                             "headers_absent": []}
+
+
+def test_assigned_ids_count_up_and_are_never_reused() -> None:
+    book = RuleBook(seed=1)
+    assert [book.add(_close()).id for _ in range(3)] == ["r1", "r2", "r3"]
+    assert book.delete("r3") is True
+    assert book.add(_close()).id == "r4"
+
+
+class _FixedDraw:
+    def __init__(self, value: float) -> None:
+        self.value = value
+
+    def random(self) -> float:
+        return self.value
+
+
+def test_a_probability_rule_fires_only_below_its_probability_and_never_stops_later_rules() -> None:
+    book = RuleBook(seed=1)
+    chance = book.add(_close(fire="probability", probability=0.5))
+    always = book.add(_close())
+    chance.rng = _FixedDraw(0.5)  # type: ignore[assignment]
+    assert [f.rule_id for f in book.decide_request("GET", "/", frozenset())] == [always.id]
+    chance.rng = _FixedDraw(0.4999)  # type: ignore[assignment]
+    assert [f.rule_id for f in book.decide_request("GET", "/", frozenset())] == [chance.id, always.id]
