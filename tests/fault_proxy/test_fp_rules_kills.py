@@ -176,3 +176,13 @@ def test_a_probability_rule_fires_only_below_its_probability_and_never_stops_lat
     assert [f.rule_id for f in book.decide_request("GET", "/", frozenset())] == [always.id]
     chance.rng = _FixedDraw(0.4999)  # type: ignore[assignment]
     assert [f.rule_id for f in book.decide_request("GET", "/", frozenset())] == [chance.id, always.id]
+
+
+def test_a_disarmed_or_not_yet_eligible_rule_never_stops_later_rules() -> None:
+    book = RuleBook(seed=1)
+    once = book.add(_close(fire="once"))
+    later = book.add(_close(nth=5))
+    always = book.add(_close())
+    assert [f.rule_id for f in book.decide_request("GET", "/", frozenset())] == [once.id, always.id]
+    assert [f.rule_id for f in book.decide_request("GET", "/", frozenset())] == [always.id]
+    assert later.fired == 0
