@@ -36,7 +36,7 @@ from mutator import Mutant, enumerate_mutants, mutated_source
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
-COPIED = ("sink", "mock_receiver", "fault_proxy", "tests", "scenarios", "docs", "benchmarks")
+COPIED = ("sink", "mock_receiver", "fault_proxy", "certification", "tests", "scenarios", "docs", "benchmarks")
 COPIED_FILES = ("pyproject.toml", "README.md")
 
 
@@ -163,12 +163,14 @@ def run_tests(scratch: Path, config: ModuleConfig, pytest_args: list[str], timeo
 
 def mutate_module(
     config: ModuleConfig, pytest_args: list[str], workers: list[ForkWorker], equivalents: dict[str, str],
-    mutant_filter: str | None,
+    mutant_filter: str | None, *, only_keys: set[str] | None = None,
 ) -> ModuleResult:
     source = (REPO / config.path).read_text(encoding="utf-8")
     mutants = enumerate_mutants(config.path, source)
     if mutant_filter:
         mutants = [m for m in mutants if mutant_filter in m.key]
+    if only_keys is not None:
+        mutants = [m for m in mutants if m.key in only_keys]
     result = ModuleResult(config.path, mutants=len(mutants))
     outcome, baseline = run_tests(workers[0].scratch, config, pytest_args, timeout=600, show_failure=True)
     if outcome != "pass":
@@ -207,7 +209,8 @@ def mutate_module(
     found = {m.key for m in mutants}
     survived_keys = {m.key for m in result.equivalents}
     result.stale_equivalents = sorted(
-        k for k in equivalents if (k not in found and not mutant_filter) or (k in found and k not in survived_keys)
+        k for k in equivalents
+        if (k not in found and not mutant_filter and only_keys is None) or (k in found and k not in survived_keys)
     )
     return result
 
@@ -237,6 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ci", action="store_true", help="only the modules marked ci = true")
     parser.add_argument("--list", action="store_true", help="print the mutants and exit")
     parser.add_argument("--mutant", help="only mutants whose key contains this text")
+    parser.add_argument("--survivors", type=Path,
+                        help="only the mutants named by the SURVIVED lines of an earlier report (re-check kills)")
     parser.add_argument("--jobs", type=int, default=2, help="parallel workers (default 2)")
     parser.add_argument("--json", type=Path, help="also write the results as JSON to this file")
     parser.add_argument("--config", type=Path, default=HERE / "config.toml")
@@ -248,6 +253,7 @@ def main(argv: list[str] | None = None) -> int:
         threshold, pytest_args, modules = load_config(args.config)
         equivalents = load_equivalents(args.equivalents)
         chosen = _choose(modules, args.module, args.ci)
+        survivors = _read_survivors(args.survivors) if args.survivors else None
     except (ConfigError, OSError, tomllib.TOMLDecodeError) as exc:
         print(f"mutation: {exc}", file=sys.stderr)
         return 2
@@ -264,7 +270,9 @@ def main(argv: list[str] | None = None) -> int:
             for config in chosen:
                 t0 = time.monotonic()
                 try:
-                    result = mutate_module(config, pytest_args, workers, equivalents.get(config.path, {}), args.mutant)
+                    only = None if survivors is None else survivors.get(config.path, set())
+                    result = mutate_module(config, pytest_args, workers, equivalents.get(config.path, {}), args.mutant,
+                                           only_keys=only)
                 except ConfigError as exc:
                     print(f"mutation: {exc}", file=sys.stderr)
                     return 2
@@ -300,6 +308,16 @@ def _choose(modules: dict[str, ModuleConfig], names: list[str] | None, ci: bool)
         if missing:
             raise ConfigError(f"{config.path}: selected test files missing: {', '.join(missing)}")
     return chosen
+
+
+def _read_survivors(path: Path) -> dict[str, set[str]]:
+    """module -> keys, from the ``SURVIVED module:line  key`` lines of a report."""
+    keys: dict[str, set[str]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("SURVIVED "):
+            where, _, key = line[len("SURVIVED "):].partition("  ")
+            keys.setdefault(where.rpartition(":")[0], set()).add(key)
+    return keys
 
 
 def _as_json(r: ModuleResult) -> dict[str, object]:
