@@ -18,11 +18,14 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
+LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 ADMIN_HEADERS = {"X-Restproof-Admin": "1"}
-START_TIMEOUT_S = 30.0
+START_TIMEOUT_S = 120.0
+"""Generous: on a loaded 2-core machine N lanes start their servers at the same moment."""
 PAGE_LIMIT = 1000
 
 
@@ -185,6 +188,8 @@ def proxy_process(upstream: str, work_dir: Path, seed: int) -> Iterator[Proxy]:
         sys.executable, "-m", "fault_proxy", "serve", "--listen", "127.0.0.1:0", "--upstream", upstream,
         "--control", "127.0.0.1:0", "--seed", str(seed), "--ready-file", str(ready),
     ]
+    if (urlsplit(upstream).hostname or "") not in LOOPBACK:
+        command.append("--allow-non-loopback")  # a live receiver; the proxy itself still listens on loopback
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     with ExitStack() as stack:
         stack.callback(_stop, process)
