@@ -30,6 +30,8 @@ FamilyFactory = Callable[[Row, Path, int], AbstractContextManager[Family]]
 """(first row of a catalog, lane work directory, seed) -> the lane's services for that catalog."""
 DEFAULT_LANES = min(4, 2 * (os.cpu_count() or 1))
 """Lanes mostly wait (lease waits, Retry-After, process start-up), so two per core keep the cores busy."""
+RowRun = Callable[[Family, Row, SinkSpec, Path, int], SinkRowResult]
+"""(the lane's services, row, sink, the row's work directory, seed) -> that sink's result on the row."""
 Progress = Callable[[str], None]
 """Called once per finished row-and-sink with a description of it."""
 
@@ -67,7 +69,12 @@ class _Lane:
             services.__exit__(None, None, None)
 
 
-def run_lanes(plan: LanePlan, factory: FamilyFactory, progress: Progress) -> list[RowOutcome]:
+def run_row(family: Family, row: Row, spec: SinkSpec, work: Path, seed: int) -> SinkRowResult:
+    return RowRunner(family, row, spec, work, seed).run()
+
+
+def run_lanes(plan: LanePlan, factory: FamilyFactory, progress: Progress, runner: RowRun = run_row,
+              ) -> list[RowOutcome]:
     """Every row on every sink; outcomes in the rows' order. The first error a lane meets (a
     harness service unavailable, say) stops every lane and is raised here."""
     jobs: queue.SimpleQueue[tuple[int, Row]] = queue.SimpleQueue()
@@ -91,7 +98,7 @@ def run_lanes(plan: LanePlan, factory: FamilyFactory, progress: Progress) -> lis
                     if stop.is_set():
                         return
                     work = plan.work_root / "rows" / row.row_id / spec.name
-                    sink_results.append(RowRunner(family, row, spec, work, plan.seed).run())
+                    sink_results.append(runner(family, row, spec, work, plan.seed))
                     progress(f"{row.row_id} · {spec.name}")
                 with lock:
                     results[index] = RowOutcome(row, tuple(sink_results))
