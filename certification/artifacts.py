@@ -38,14 +38,15 @@ class RowOutcome:
     results: tuple[SinkRowResult, ...]
 
 
-def environment() -> dict[str, Any]:
+def environment(worker_isolation: str = "fresh_process") -> dict[str, Any]:
     return {"python": platform.python_version(), "platform": sys.platform, "machine": platform.machine(),
+            "worker_isolation": worker_isolation,
             "note": "absolute times on a shared machine are noise; counters and verdicts are the evidence"}
 
 
-def _envelope(schema_id: str, body: dict[str, Any], created_at: str) -> dict[str, Any]:
+def _envelope(schema_id: str, body: dict[str, Any], created_at: str, isolation: str) -> dict[str, Any]:
     return with_content_digest({"schema_id": schema_id, "producer": {"name": PRODUCER, "version": PRODUCER_VERSION},
-                                "environment": environment(), "created_at": created_at, **body})
+                                "environment": environment(isolation), "created_at": created_at, **body})
 
 
 def matrix_body(outcomes: Sequence[RowOutcome], seed: int) -> dict[str, Any]:
@@ -93,20 +94,22 @@ def identity_summary(identity: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def write_artifacts(out: Path, outcomes: Sequence[RowOutcome], *, seed: int, certified: str,
-                    identity: Mapping[str, Any] | None = None) -> dict[str, Path]:
+                    identity: Mapping[str, Any] | None = None, isolation: str = "fresh_process") -> dict[str, Path]:
+    """``isolation``: how restarted workers ran (``network_namespace`` or ``fresh_process``)."""
     created = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     base = out / "test_artifacts" / "connectors" / "rest"
     paths = {"matrix": base / "remote_effect_fault_matrix.json", "summary": base / "certification_summary.json"}
-    publish_bytes(paths["matrix"], canonical_bytes(_envelope(MATRIX_SCHEMA, matrix_body(outcomes, seed), created)))
+    publish_bytes(paths["matrix"], canonical_bytes(_envelope(MATRIX_SCHEMA, matrix_body(outcomes, seed), created,
+                                                                 isolation)))
     summary = summary_body(outcomes, certified)
     if identity is not None:
         paths["identity"] = base / "identity_conflict_matrix.json"
         publish_bytes(paths["identity"], canonical_bytes(_envelope(IDENTITY_SCHEMA, {**identity, "seed": seed},
-                                                                   created)))
+                                                                   created, isolation)))
         summary["identity_conflict"] = identity_summary(identity)
         if summary["verdict"] == "PASS" and summary["identity_conflict"]["verdict"] != "PASS":
             summary["verdict"] = "FAIL"
-    publish_bytes(paths["summary"], canonical_bytes(_envelope(SUMMARY_SCHEMA, summary, created)))
+    publish_bytes(paths["summary"], canonical_bytes(_envelope(SUMMARY_SCHEMA, summary, created, isolation)))
     paths["junit"] = base / "junit.xml"
     publish_bytes(paths["junit"], junit(outcomes, certified))
     return paths

@@ -27,6 +27,7 @@ from certification.gate import gate as run_gate
 from certification.identity_matrix import IdentityMatrixFailed
 from certification.lanes import DEFAULT_LANES
 from certification.matrix import live_receiver_url
+from certification.netns import isolation_mode
 from certification.scenarios import Row, bundled_rows, load_catalog
 from certification.services import ServiceUnavailable
 from certification.signing import SigningError, build_test_result_predicate, generate_key, load_signer, sign_artifact
@@ -102,6 +103,9 @@ def run(  # noqa: PLR0917 - typer options
     identity_examples: Annotated[int | None, typer.Option(
         "--identity-examples", min=0, max=5000, help="Hypothesis mutations in the identity conflict matrix "
         f"[default: {IDENTITY_EXAMPLES}, {IDENTITY_EXAMPLES_QUICK} with --quick, 0 with --only].")] = None,
+    worker_isolation: Annotated[str, typer.Option(
+        "--worker-isolation", help="auto: restarted workers in their own network namespace where root and "
+        "`ip netns` allow it; process: fresh processes only.")] = "auto",
     parallel: Annotated[int, typer.Option("--parallel", min=1, max=16, help="Lanes, each with its own receiver "
                                           "and proxy [default: 2 per core, at most 4].")] = DEFAULT_LANES,
 ) -> None:
@@ -110,6 +114,8 @@ def run(  # noqa: PLR0917 - typer options
         rows = _rows(catalog or [], only, quick)
         sinks = _sinks(sink or [])
         live = None if receiver_url is None else live_receiver_url(receiver_url)
+        if worker_isolation not in ("auto", "process"):
+            raise ValueError("--worker-isolation must be auto or process")
     except (ValidationError, ValueError, OSError) as exc:
         raise _fail("certify.invalid_input", f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}", 2) from None
     if out is None:
@@ -120,13 +126,15 @@ def run(  # noqa: PLR0917 - typer options
     examples = identity_examples if identity_examples is not None else (
         0 if only is not None else IDENTITY_EXAMPLES_QUICK if quick else IDENTITY_EXAMPLES)
     try:
-        outcomes, identity = execute(RunRequest(rows, sinks, seed, parallel, live, examples, keep_work), err)
+        isolation = isolation_mode(worker_isolation)
+        outcomes, identity = execute(RunRequest(rows, sinks, seed, parallel, live, examples, keep_work, isolation),
+                                     err)
     except ServiceUnavailable as exc:
         raise _fail("certify.unavailable", str(exc), 3) from None
     except IdentityMatrixFailed as exc:
         raise _fail("certify.identity_matrix", str(exc), 3) from None
     certified = sinks[0].name
-    paths = write_artifacts(out, outcomes, seed=seed, certified=certified, identity=identity)
+    paths = write_artifacts(out, outcomes, seed=seed, certified=certified, identity=identity, isolation=isolation)
     summary = json.loads(paths["summary"].read_bytes())
     try:
         key_path = key or generate_key(out / "keys").private

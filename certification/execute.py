@@ -17,6 +17,7 @@ from certification.artifacts import RowOutcome
 from certification.identity_matrix import IdentityRun
 from certification.lanes import LanePlan, run_lanes
 from certification.matrix import family_services
+from certification.netns import PROCESS_MODE
 from certification.scenarios import Row
 from certification.sinks import SinkSpec
 
@@ -30,6 +31,8 @@ class RunRequest:
     receiver_url: str | None
     identity_examples: int
     keep_work: bool
+    isolation: str = PROCESS_MODE
+    """How restarted workers run: NAMESPACE_MODE or PROCESS_MODE (certification.netns)."""
 
 
 def execute(request: RunRequest, console: Console) -> tuple[list[RowOutcome], dict[str, Any] | None]:
@@ -44,7 +47,8 @@ def execute(request: RunRequest, console: Console) -> tuple[list[RowOutcome], di
                       console=console, transient=False) as progress:
             task = progress.add_task("certify", total=len(request.rows) * len(request.sinks))
             outcomes = run_lanes(LanePlan(request.rows, request.sinks, work_root, request.seed, request.parallel),
-                                 lambda row, work, lane_seed: family_services(row, work, lane_seed, live),
+                                 lambda row, work, lane_seed: family_services(row, work, lane_seed, live,
+                                                                              request.isolation),
                                  lambda done: progress.update(task, advance=1, description=done))
             progress.update(task, description="identity conflict matrix")
             identity = None if identity_run is None else identity_run.result()

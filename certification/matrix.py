@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 
 from certification.checkers import Counters, check
 from certification.history import History, SinkReport
+from certification.netns import NAMESPACE_MODE, PROCESS_MODE, HostNamespace, host_namespace, relay
 from certification.observe import build_history, unit_name
 from certification.scenarios import Row
 from certification.services import Proxy, Receiver, proxy_process, receiver_process
@@ -65,12 +66,16 @@ class Family:
     bindings_dir: Path
     bundle_dir: Path
     bundle: dict[str, Any]
+    namespace: HostNamespace | None = None
+    """Where the restarted hosts run (None: fresh processes in the harness's own network)."""
 
 
 @contextmanager
-def family_services(row: Row, work: Path, seed: int, receiver_url: str | None = None) -> Iterator[Family]:
+def family_services(row: Row, work: Path, seed: int, receiver_url: str | None = None,
+                    isolation: str = PROCESS_MODE) -> Iterator[Family]:
     """Receiver + proxy for one catalog, a binding re-pointed at the proxy, the exported bundle.
-    With ``receiver_url`` (a live receiver) no receiver is started: the proxy forwards there."""
+    With ``receiver_url`` (a live receiver) no receiver is started: the proxy forwards there. With
+    ``isolation`` NAMESPACE_MODE the restarted hosts get a network namespace (certification.netns)."""
     from sink.bounded_yaml import load_bounded_yaml_file  # noqa: PLC0415
 
     with ExitStack() as stack:
@@ -78,7 +83,12 @@ def family_services(row: Row, work: Path, seed: int, receiver_url: str | None = 
         if receiver_url is None:
             receiver = stack.enter_context(receiver_process(row.receiver, work / "receiver"))
         upstream = receiver.data_url if receiver is not None else str(receiver_url)
-        proxy = stack.enter_context(proxy_process(upstream, work / "proxy", seed))
+        namespace = stack.enter_context(host_namespace()) if isolation == NAMESPACE_MODE else None
+        also = () if namespace is None else (f"{namespace.host_address}:0",)
+        proxy = stack.enter_context(proxy_process(upstream, work / "proxy", seed, also))
+        if namespace is not None:
+            port = int(proxy.url.rsplit(":", 1)[1])
+            stack.enter_context(relay(namespace, port, int(proxy.also[0].rsplit(":", 1)[1])))
         bindings = work / "bindings"
         bindings.mkdir(parents=True, exist_ok=True)
         source = row.workload.parent.parent / "bindings" / f"{row.binding}.yaml"
@@ -95,7 +105,7 @@ def family_services(row: Row, work: Path, seed: int, receiver_url: str | None = 
             check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120,
         )
         bundle = json.loads((bundle_dir / "bundle.json").read_text())
-        yield Family(receiver, proxy, bindings, bundle_dir, bundle)
+        yield Family(receiver, proxy, bindings, bundle_dir, bundle, namespace)
 
 
 def live_receiver_url(url: str) -> str:
@@ -128,7 +138,9 @@ class RowRunner:
     def _invocation(self, template: tuple[str, ...], host: int, **extra: str) -> Invocation:
         values = {**self.values, "worker_id": f"{self.sink.name}-host{host}", **extra}
         env = _env({"RESTPROOF_FAILPOINT": self.row.fault.point} if host == 1 and self.row.fault.point else None)
-        return Invocation(render(template, values), self.work / f"host{host}", env)
+        namespace = self.family.namespace
+        prefix = namespace.prefix() if namespace is not None and host > 1 else ()  # another host, another address
+        return Invocation((*prefix, *render(template, values)), self.work / f"host{host}", env)
 
     def _first_run(self) -> Finished:
         fault, proxy = self.row.fault, self.family.proxy

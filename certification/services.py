@@ -143,6 +143,8 @@ class Proxy:
     url: str
     control_url: str
     client: httpx.Client
+    also: tuple[str, ...] = ()
+    """The extra HOST:PORT addresses it listens on."""
 
     def _call(self, method: str, path: str, body: Any = None) -> Any:
         headers = ADMIN_HEADERS if method != "GET" else None
@@ -180,7 +182,8 @@ class Proxy:
 
 
 @contextmanager
-def proxy_process(upstream: str, work_dir: Path, seed: int) -> Iterator[Proxy]:
+def proxy_process(upstream: str, work_dir: Path, seed: int, also_listen: tuple[str, ...] = ()) -> Iterator[Proxy]:
+    """``also_listen``: more addresses of the same proxy (host:0 picks a port), in ``Proxy.also``."""
     work_dir.mkdir(parents=True, exist_ok=True)
     ready = work_dir / "proxy-ready.json"
     ready.unlink(missing_ok=True)
@@ -188,11 +191,14 @@ def proxy_process(upstream: str, work_dir: Path, seed: int) -> Iterator[Proxy]:
         sys.executable, "-m", "fault_proxy", "serve", "--listen", "127.0.0.1:0", "--upstream", upstream,
         "--control", "127.0.0.1:0", "--seed", str(seed), "--ready-file", str(ready),
     ]
-    if (urlsplit(upstream).hostname or "") not in LOOPBACK:
-        command.append("--allow-non-loopback")  # a live receiver; the proxy itself still listens on loopback
+    for address in also_listen:
+        command.extend(["--also-listen", address])
+    if (urlsplit(upstream).hostname or "") not in LOOPBACK or also_listen:
+        command.append("--allow-non-loopback")  # a live receiver, or a veth address of a worker namespace
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     with ExitStack() as stack:
         stack.callback(_stop, process)
         info = _wait_for_file(ready, process, "fault-proxy")
         client = stack.enter_context(httpx.Client(timeout=30.0))
-        yield Proxy(process, f"http://{info['proxy']}", f"http://{info['control']}", client)
+        yield Proxy(process, f"http://{info['proxy']}", f"http://{info['control']}", client,
+                    tuple(str(address) for address in info.get("also", ())))
