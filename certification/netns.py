@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -96,6 +97,7 @@ def namespaces_work() -> bool:
     added = _ip("netns", "add", probe).returncode == 0
     if added:
         _ip("netns", "del", probe)
+        remove_stale()
     return added
 
 
@@ -110,6 +112,33 @@ def _subnet(index: int) -> tuple[str, str]:
     slot = (os.getpid() * 8 + index) % 16384
     third, fourth = divmod(slot * 4, 256)
     return f"10.237.{third}.{fourth + 1}", f"10.237.{third}.{fourth + 2}"
+
+
+_OURS = re.compile(r"^rp(\d+)n(\d+)$")
+
+
+def remove_stale() -> list[str]:
+    """Namespaces a killed harness left (named after a pid that no longer runs): removed."""
+    listed = _ip("netns", "list").stdout.decode("ascii", "replace")
+    removed = []
+    for line in listed.splitlines():
+        name = line.split(" ", 1)[0]
+        match = _OURS.fullmatch(name)
+        if match is None or _alive(int(match.group(1))):
+            continue
+        _delete(name, f"rp{match.group(1)}h{match.group(2)}")
+        removed.append(name)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _delete(name: str, host_link: str) -> None:

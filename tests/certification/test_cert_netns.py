@@ -11,7 +11,7 @@ import pytest
 
 from certification.artifacts import environment
 from certification.matrix import RowRunner, family_services
-from certification.netns import NAMESPACE_MODE, PROCESS_MODE, isolation_mode, namespaces_work
+from certification.netns import NAMESPACE_MODE, PROCESS_MODE, isolation_mode, namespaces_work, remove_stale
 from certification.scenarios import bundled_rows
 from certification.sinks import bundled_sinks
 
@@ -50,3 +50,17 @@ def test_process_mode_is_what_the_artifacts_record_when_asked_for() -> None:
     assert environment(PROCESS_MODE)["worker_isolation"] == PROCESS_MODE
     expected = NAMESPACE_MODE if namespaces_work() else PROCESS_MODE
     assert isolation_mode("auto") == expected
+
+
+@needs_netns
+def test_a_namespace_left_by_a_killed_harness_is_removed() -> None:
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # a pid that no longer runs
+    name = f"rp{dead.pid}n0"
+    subprocess.run(["ip", "netns", "add", name], check=True, capture_output=True)
+    try:
+        assert name in _namespaces()
+        assert name in remove_stale()
+        assert name not in _namespaces()
+    finally:
+        subprocess.run(["ip", "netns", "del", name], check=False, capture_output=True)
