@@ -29,7 +29,7 @@ from certification.lanes import DEFAULT_LANES
 from certification.matrix import live_receiver_url
 from certification.netns import isolation_mode
 from certification.scenarios import Row, bundled_rows, load_catalog
-from certification.services import ServiceUnavailable
+from certification.services import RuleRefused, ServiceUnavailable
 from certification.signing import SigningError, build_test_result_predicate, generate_key, load_signer, sign_artifact
 from certification.sinks import SinkSpec, bundled_sinks, load_sink
 from certification.verify import VerificationFailed, verify_artifact
@@ -131,6 +131,8 @@ def run(  # noqa: PLR0917 - typer options
                                      err)
     except ServiceUnavailable as exc:
         raise _fail("certify.unavailable", str(exc), 3) from None
+    except RuleRefused as exc:
+        raise _fail("certify.invalid_rule", str(exc), 2) from None
     except IdentityMatrixFailed as exc:
         raise _fail("certify.identity_matrix", str(exc), 3) from None
     certified = sinks[0].name

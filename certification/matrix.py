@@ -29,7 +29,7 @@ from certification.history import History, SinkReport
 from certification.netns import NAMESPACE_MODE, PROCESS_MODE, HostNamespace, host_namespace, relay
 from certification.observe import build_history, unit_name
 from certification.scenarios import Row
-from certification.services import Proxy, Receiver, proxy_process, receiver_process
+from certification.services import Proxy, Receiver, RuleRefused, proxy_process, receiver_process
 from certification.sinks import Finished, Invocation, Launched, SinkSpec, blocked_children, default_values, render
 from certification.sinks import unit_outcomes as parse_outcomes
 
@@ -146,7 +146,12 @@ class RowRunner:
         fault, proxy = self.row.fault, self.family.proxy
         launched = Launched(self._invocation(self.sink.run, 1))
         if fault.type == "proxy" and fault.rule is not None:
-            proxy.add_rule(fault.rule)
+            try:
+                proxy.add_rule(fault.rule)
+            except RuleRefused as exc:
+                launched.process.kill()  # never started: still held at the launcher
+                launched.wait()
+                raise RuleRefused(f"row {self.row.row_id}: {exc}") from None
         elif fault.type == "proxy_kill":
             proxy.add_rule({"match": {"method": "POST"}, "fire": "once",
                             "fault": {"action": "kill", "phase": fault.phase, "pid": launched.pid}})

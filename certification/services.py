@@ -33,6 +33,10 @@ class ServiceUnavailable(RuntimeError):
     """A harness service did not start or stopped answering (exit class 3 of ``certify``)."""
 
 
+class RuleRefused(ValueError):
+    """The fault proxy refused a catalog row's rule as invalid: invalid input (exit 2), not a harness outage."""
+
+
 def _wait_for_file(path: Path, process: subprocess.Popen[bytes], what: str) -> dict[str, Any]:
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
@@ -152,6 +156,8 @@ class Proxy:
             response = self.client.request(method, self.control_url + path, json=body, headers=headers)
         except httpx.HTTPError as exc:
             raise ServiceUnavailable(f"fault-proxy control API unreachable: {type(exc).__name__}") from None
+        if response.status_code == 422 and path == "/rules":
+            raise RuleRefused("the fault proxy refused the rule as invalid (422)")
         if response.status_code >= 400:
             raise ServiceUnavailable(f"fault-proxy control API refused {method} {path}: {response.status_code}")
         return response.json() if response.content else None
