@@ -4,12 +4,13 @@ judgement rule fails its example when broken; nothing drawn (values, secrets) re
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 from pathlib import Path
 
 import pytest
 
-from certification.gate import identity_problems
+from certification.gate import ARTIFACTS, gate, identity_problems
 from certification.identity_matrix import CONFLICT, _ConnectCounter, _Identity, _judge, run_identity_matrix
 from certification.identity_mutations import Mutation
 
@@ -107,3 +108,24 @@ def test_the_gate_flags_every_kind_of_identity_regression() -> None:
                                ("examples", 0, "no examples")):
         bad = {"totals": {**good["totals"], field: value}}
         assert any(text in problem for problem in identity_problems(good, bad)), field
+
+
+COMMITTED = Path(__file__).resolve().parents[2] / "test_artifacts" / "baseline"
+KEY = COMMITTED / "restproof-baseline.pub"
+
+
+def test_the_gate_over_the_committed_baseline_fails_without_its_identity_matrix(tmp_path: Path) -> None:
+    same = tmp_path / "same"
+    shutil.copytree(COMMITTED, same)
+    assert gate(COMMITTED, same, baseline_key=KEY, current_key=KEY).passed
+    missing = tmp_path / "missing"
+    shutil.copytree(COMMITTED, missing)
+    (missing / ARTIFACTS / "identity_conflict_matrix.json").unlink()
+    result = gate(COMMITTED, missing, baseline_key=KEY, current_key=KEY)
+    assert "identity_conflict_matrix.json: in the baseline, missing now" in result.problems
+    tampered = tmp_path / "tampered"
+    shutil.copytree(COMMITTED, tampered)
+    path = tampered / ARTIFACTS / "identity_conflict_matrix.json"
+    path.write_bytes(path.read_bytes().replace(b'"failed":0', b'"failed":1', 1))
+    result = gate(COMMITTED, tampered, baseline_key=KEY, current_key=KEY)
+    assert not result.passed and result.problems[0].startswith("signature:")
