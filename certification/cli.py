@@ -102,12 +102,12 @@ def run(  # noqa: PLR0917 - typer options
                                                      "rows whose ground truth cannot be read are UNVERIFIED.")] = None,
     identity_examples: Annotated[int | None, typer.Option(
         "--identity-examples", min=0, max=5000, help="Hypothesis mutations in the identity conflict matrix "
-        f"[default: {IDENTITY_EXAMPLES}, {IDENTITY_EXAMPLES_QUICK} with --quick, 0 with --only].")] = None,
+        f"(default: {IDENTITY_EXAMPLES}; {IDENTITY_EXAMPLES_QUICK} with --quick; 0 with --only).")] = None,
     worker_isolation: Annotated[str, typer.Option(
         "--worker-isolation", help="auto: restarted workers in their own network namespace where root and "
         "`ip netns` allow it; process: fresh processes only.")] = "auto",
     parallel: Annotated[int, typer.Option("--parallel", min=1, max=16, help="Lanes, each with its own receiver "
-                                          "and proxy [default: 2 per core, at most 4].")] = DEFAULT_LANES,
+                                          "and proxy (default: 2 per core, at most 4).")] = DEFAULT_LANES,
 ) -> None:
     """Run the fault matrix (embedded defaults: SQLite journal, mock receiver, fault proxy, 127.0.0.1)."""
     try:
