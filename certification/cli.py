@@ -10,9 +10,7 @@ verification failure.
 from __future__ import annotations
 
 import json
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,15 +19,18 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from certification.artifacts import RowOutcome, write_artifacts
+from certification.execute import RunRequest, execute
 from certification.gate import gate as run_gate
-from certification.matrix import RowRunner, family_services
+from certification.identity_matrix import IdentityMatrixFailed
+from certification.lanes import DEFAULT_LANES
+from certification.matrix import live_receiver_url
+from certification.netns import isolation_mode
 from certification.report.command import report as report_command
 from certification.scenarios import Row, bundled_rows, load_catalog
-from certification.services import ServiceUnavailable
+from certification.services import RuleRefused, ServiceUnavailable
 from certification.signing import SigningError, build_test_result_predicate, generate_key, load_signer, sign_artifact
 from certification.sinks import SinkSpec, bundled_sinks, load_sink
 from certification.verify import VerificationFailed, verify_artifact
@@ -37,6 +38,7 @@ from certification.verify import VerificationFailed, verify_artifact
 app = typer.Typer(name="certify", help="Certify REST bulk delivery sinks under injected faults.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 err = Console(stderr=True)
+IDENTITY_EXAMPLES, IDENTITY_EXAMPLES_QUICK = 200, 25
 QUICK_ROWS = ("none", "cut.after_commit", "cut.request", "kill.after_commit", "status.503.retry_after",
               "failpoint.http.submit.after_body_sent", "failpoint.journal.record_submit_result.before")
 
@@ -97,11 +99,24 @@ def run(  # noqa: PLR0917 - typer options
     key: Annotated[Path | None, typer.Option("--key", help="PEM private key [default: a new key in OUT/keys].")] = None,
     output_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
     keep_work: Annotated[bool, typer.Option("--keep-work", help="Keep the per-row state directories.")] = False,
+    receiver_url: Annotated[str | None, typer.Option("--receiver-url", help="A live receiver (through the proxy); "
+                                                     "rows whose ground truth cannot be read are UNVERIFIED.")] = None,
+    identity_examples: Annotated[int | None, typer.Option(
+        "--identity-examples", min=0, max=5000, help="Hypothesis mutations in the identity conflict matrix "
+        f"(default: {IDENTITY_EXAMPLES}; {IDENTITY_EXAMPLES_QUICK} with --quick; 0 with --only).")] = None,
+    worker_isolation: Annotated[str, typer.Option(
+        "--worker-isolation", help="auto: restarted workers in their own network namespace where root and "
+        "`ip netns` allow it; process: fresh processes only.")] = "auto",
+    parallel: Annotated[int, typer.Option("--parallel", min=1, max=16, help="Lanes, each with its own receiver "
+                                          "and proxy (default: 2 per core, at most 4).")] = DEFAULT_LANES,
 ) -> None:
     """Run the fault matrix (embedded defaults: SQLite journal, mock receiver, fault proxy, 127.0.0.1)."""
     try:
         rows = _rows(catalog or [], only, quick)
         sinks = _sinks(sink or [])
+        live = None if receiver_url is None else live_receiver_url(receiver_url)
+        if worker_isolation not in ("auto", "process"):
+            raise ValueError("--worker-isolation must be auto or process")
     except (ValidationError, ValueError, OSError) as exc:
         raise _fail("certify.invalid_input", f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}", 2) from None
     if out is None:
@@ -109,32 +124,20 @@ def run(  # noqa: PLR0917 - typer options
     if (out / "test_artifacts").exists():
         raise _fail("certify.output_exists", f"{out} already holds evidence; evidence is never overwritten", 2)
     started = time.monotonic()
-    outcomes: list[RowOutcome] = []
-    work_root = Path(tempfile.mkdtemp(prefix="restproof-certify-"))
+    examples = identity_examples if identity_examples is not None else (
+        0 if only is not None else IDENTITY_EXAMPLES_QUICK if quick else IDENTITY_EXAMPLES)
     try:
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=err, transient=False) as progress:
-            task = progress.add_task("certify", total=len(rows) * len(sinks))
-            by_catalog: dict[Path, list[Row]] = {}
-            for row in rows:
-                by_catalog.setdefault(row.catalog, []).append(row)
-            for index, family_rows in enumerate(by_catalog.values()):
-                with family_services(family_rows[0], work_root / f"family{index}", seed) as family:
-                    for row in family_rows:
-                        results = []
-                        for spec in sinks:
-                            progress.update(task, description=f"{row.row_id} · {spec.name}")
-                            work = work_root / row.row_id / spec.name
-                            results.append(RowRunner(family, row, spec, work, seed).run())
-                            progress.advance(task)
-                        outcomes.append(RowOutcome(row, tuple(results)))
+        isolation = isolation_mode(worker_isolation)
+        outcomes, identity = execute(RunRequest(rows, sinks, seed, parallel, live, examples, keep_work, isolation),
+                                     err)
     except ServiceUnavailable as exc:
         raise _fail("certify.unavailable", str(exc), 3) from None
-    finally:
-        if not keep_work:
-            shutil.rmtree(work_root, ignore_errors=True)
+    except RuleRefused as exc:
+        raise _fail("certify.invalid_rule", str(exc), 2) from None
+    except IdentityMatrixFailed as exc:
+        raise _fail("certify.identity_matrix", str(exc), 3) from None
     certified = sinks[0].name
-    paths = write_artifacts(out, outcomes, seed=seed, certified=certified)
+    paths = write_artifacts(out, outcomes, seed=seed, certified=certified, identity=identity, isolation=isolation)
     summary = json.loads(paths["summary"].read_bytes())
     try:
         key_path = key or generate_key(out / "keys").private
@@ -145,7 +148,9 @@ def run(  # noqa: PLR0917 - typer options
     passed_rows = [o.row.row_id for o in outcomes if o.row.row_id not in failed]
     predicate = {"verdict": summary["verdict"], "certified_sink": certified, "seed": seed,
                  "rows": len(outcomes), "seconds": round(time.monotonic() - started, 1)}
-    for name in ("matrix", "summary"):
+    for name in ("matrix", "summary", "identity"):
+        if name not in paths:
+            continue
         sign_artifact(paths[name], signer, predicate=predicate, test_result=build_test_result_predicate(
             passed=summary["verdict"] == "PASS", configuration=[{"name": "seed", "value": str(seed)}],
             passed_tests=passed_rows, failed_tests=failed))

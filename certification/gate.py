@@ -17,6 +17,7 @@ from typing import Any
 from certification.verify import VerificationFailed, verify_artifact
 
 ARTIFACTS = Path("test_artifacts") / "connectors" / "rest"
+IDENTITY = "identity_conflict_matrix.json"
 SAFETY = ("duplicates", "false_successes", "unproved_resends", "silent_losses")
 
 
@@ -49,6 +50,34 @@ def _bench_ratios(run: Path, key: Path) -> dict[str, tuple[float, float, str]]:
     return ratios
 
 
+def _identity(run: Path, key: Path) -> dict[str, Any] | None:
+    path = run / ARTIFACTS / IDENTITY
+    if not path.exists():
+        return None
+    verify_artifact(path, key)
+    document: dict[str, Any] = json.loads(path.read_bytes())
+    return document
+
+
+def identity_problems(baseline: dict[str, Any] | None, current: dict[str, Any] | None) -> list[str]:
+    """The identity conflict matrix must be present where the baseline had one, and perfect."""
+    if current is None:
+        return [f"{IDENTITY}: in the baseline, missing now"] if baseline is not None else []
+    totals = current["totals"]
+    problems = []
+    if totals.get("failed"):
+        problems.append(f"{IDENTITY}: {totals['failed']} example(s) failed")
+    if totals.get("network_connections_before_conflict"):
+        problems.append(f"{IDENTITY}: {totals['network_connections_before_conflict']} network connection(s) "
+                        "before the conflict")
+    for name in ("intent_conflict_ratio", "identity_identical_ratio"):
+        if totals.get(name) is not None and totals[name] < 1:
+            problems.append(f"{IDENTITY}: {name} = {totals[name]}")
+    if not totals.get("examples"):
+        problems.append(f"{IDENTITY}: no examples")
+    return problems
+
+
 def gate(baseline: Path, current: Path, *, baseline_key: Path, current_key: Path) -> GateResult:
     problems: list[str] = []
     try:
@@ -56,8 +85,10 @@ def gate(baseline: Path, current: Path, *, baseline_key: Path, current_key: Path
         base_summary = _load(baseline, "certification_summary.json", baseline_key)
         cur_matrix = _load(current, "remote_effect_fault_matrix.json", current_key)
         cur_summary = _load(current, "certification_summary.json", current_key)
+        base_identity, cur_identity = _identity(baseline, baseline_key), _identity(current, current_key)
     except VerificationFailed as exc:
         return GateResult((f"signature: {exc}",), 0)
+    problems.extend(identity_problems(base_identity, cur_identity))
     certified = str(cur_summary["certified_sink"])
     totals = cur_summary["totals"].get(certified, {})
     problems.extend(f"{certified}: {name} = {totals[name]}" for name in SAFETY if totals.get(name))

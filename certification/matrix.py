@@ -22,12 +22,14 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from certification.checkers import Counters, check
 from certification.history import History, SinkReport
+from certification.netns import NAMESPACE_MODE, PROCESS_MODE, HostNamespace, host_namespace, relay
 from certification.observe import build_history, unit_name
 from certification.scenarios import Row
-from certification.services import Proxy, Receiver, proxy_process, receiver_process
+from certification.services import Proxy, Receiver, RuleRefused, proxy_process, receiver_process
 from certification.sinks import Finished, Invocation, Launched, SinkSpec, blocked_children, default_values, render
 from certification.sinks import unit_outcomes as parse_outcomes
 
@@ -43,7 +45,8 @@ what an operator does by waiting before reconciling, and what settles jobs a nai
 class SinkRowResult:
     sink: str
     verdict: str
-    """PASS / FAIL for the certified sinks; CAUGHT / NOT_CAUGHT / OBSERVED for baselines; N/A."""
+    """PASS / FAIL for the certified sinks; CAUGHT / NOT_CAUGHT / OBSERVED for baselines; N/A; UNVERIFIED
+    (ground truth unreadable: a live receiver)."""
     counters: Counters | None
     exit_codes: tuple[int, ...]
     history_digest: str | None
@@ -52,23 +55,40 @@ class SinkRowResult:
     history: History | None = None
 
 
+UNVERIFIED_REASON = "the receiver's ground truth cannot be read (a live receiver without a ledger API): never PASS"
+
+
 @dataclass
 class Family:
-    receiver: Receiver
+    receiver: Receiver | None
+    """None: a live receiver whose ground truth the harness cannot read; its rows are UNVERIFIED."""
     proxy: Proxy
     bindings_dir: Path
     bundle_dir: Path
     bundle: dict[str, Any]
+    namespace: HostNamespace | None = None
+    """Where the restarted hosts run (None: fresh processes in the harness's own network)."""
 
 
 @contextmanager
-def family_services(row: Row, work: Path, seed: int) -> Iterator[Family]:
-    """Receiver + proxy for one catalog, a binding re-pointed at the proxy, the exported bundle."""
+def family_services(row: Row, work: Path, seed: int, receiver_url: str | None = None,
+                    isolation: str = PROCESS_MODE) -> Iterator[Family]:
+    """Receiver + proxy for one catalog, a binding re-pointed at the proxy, the exported bundle.
+    With ``receiver_url`` (a live receiver) no receiver is started: the proxy forwards there. With
+    ``isolation`` NAMESPACE_MODE the restarted hosts get a network namespace (certification.netns)."""
     from sink.bounded_yaml import load_bounded_yaml_file  # noqa: PLC0415
 
     with ExitStack() as stack:
-        receiver = stack.enter_context(receiver_process(row.receiver, work / "receiver"))
-        proxy = stack.enter_context(proxy_process(receiver.data_url, work / "proxy", seed))
+        receiver: Receiver | None = None
+        if receiver_url is None:
+            receiver = stack.enter_context(receiver_process(row.receiver, work / "receiver"))
+        upstream = receiver.data_url if receiver is not None else str(receiver_url)
+        namespace = stack.enter_context(host_namespace()) if isolation == NAMESPACE_MODE else None
+        also = () if namespace is None else (f"{namespace.host_address}:0",)
+        proxy = stack.enter_context(proxy_process(upstream, work / "proxy", seed, also))
+        if namespace is not None:
+            port = int(proxy.url.rsplit(":", 1)[1])
+            stack.enter_context(relay(namespace, port, int(proxy.also[0].rsplit(":", 1)[1])))
         bindings = work / "bindings"
         bindings.mkdir(parents=True, exist_ok=True)
         source = row.workload.parent.parent / "bindings" / f"{row.binding}.yaml"
@@ -85,7 +105,16 @@ def family_services(row: Row, work: Path, seed: int) -> Iterator[Family]:
             check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120,
         )
         bundle = json.loads((bundle_dir / "bundle.json").read_text())
-        yield Family(receiver, proxy, bindings, bundle_dir, bundle)
+        yield Family(receiver, proxy, bindings, bundle_dir, bundle, namespace)
+
+
+def live_receiver_url(url: str) -> str:
+    """A live receiver's base URL: an http(s) origin (ValueError otherwise: invalid input)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment \
+            or parts.username or parts.password:
+        raise ValueError("--receiver-url must be an http(s) URL without credentials, query or fragment")
+    return url.rstrip("/")
 
 
 def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -109,13 +138,20 @@ class RowRunner:
     def _invocation(self, template: tuple[str, ...], host: int, **extra: str) -> Invocation:
         values = {**self.values, "worker_id": f"{self.sink.name}-host{host}", **extra}
         env = _env({"RESTPROOF_FAILPOINT": self.row.fault.point} if host == 1 and self.row.fault.point else None)
-        return Invocation(render(template, values), self.work / f"host{host}", env)
+        namespace = self.family.namespace
+        prefix = namespace.prefix() if namespace is not None and host > 1 else ()  # another host, another address
+        return Invocation((*prefix, *render(template, values)), self.work / f"host{host}", env)
 
     def _first_run(self) -> Finished:
         fault, proxy = self.row.fault, self.family.proxy
         launched = Launched(self._invocation(self.sink.run, 1))
         if fault.type == "proxy" and fault.rule is not None:
-            proxy.add_rule(fault.rule)
+            try:
+                proxy.add_rule(fault.rule)
+            except RuleRefused as exc:
+                launched.process.kill()  # never started: still held at the launcher
+                launched.wait()
+                raise RuleRefused(f"row {self.row.row_id}: {exc}") from None
         elif fault.type == "proxy_kill":
             proxy.add_rule({"match": {"method": "POST"}, "fire": "once",
                             "fault": {"action": "kill", "phase": fault.phase, "pid": launched.pid}})
@@ -138,7 +174,9 @@ class RowRunner:
         started = time.monotonic()
         if self.row.fault.type == "failpoint" and not self.sink.failpoints:
             return SinkRowResult(self.sink.name, "N/A", None, (), None, 0.0, ("the sink has no failpoints",))
-        self.family.receiver.reset()
+        receiver = self.family.receiver
+        if receiver is not None:
+            receiver.reset()
         self.family.proxy.reset(self.seed)
         finishes = [self._first_run()]
         host = 2
@@ -149,21 +187,29 @@ class RowRunner:
             finishes.append(Launched(self._invocation(self.sink.recover, host)).go_and_wait())
             host += 1
         if finishes[-1].exit_code == 4 and self.sink.operator is not None:
-            self.family.receiver.advance_clock(SETTLE_CLOCK_S)  # the operator waits for the receiver
+            if receiver is not None:
+                receiver.advance_clock(SETTLE_CLOCK_S)  # the operator waits for the receiver
             for child in blocked_children(finishes[-1].stdout):
                 Launched(self._invocation(self.sink.operator, host, operation_id=child)).go_and_wait()
             if self.sink.recover is not None:
                 finishes.append(Launched(self._invocation(self.sink.recover, host + 1)).go_and_wait())
-        self.family.receiver.advance_clock(SETTLE_CLOCK_S)  # settle async jobs the sink left running
         reports = tuple(SinkReport(f.exit_code, parse_outcomes(self.sink, f.stdout, self.unit_of)) for f in finishes)
+        exit_codes = tuple(f.exit_code for f in finishes)
+        if receiver is None:  # the proxy's log alone cannot show what was applied: no verdict
+            history = build_history(self.row.row_id, self.family.bundle, self.family.proxy.log(),
+                                    receiver_requests=(), receiver_effects=(), reports=reports,
+                                    fenced_receiver=self.row.fenced_receiver)
+            return SinkRowResult(self.sink.name, "UNVERIFIED", None, exit_codes, history.digest(),
+                                 time.monotonic() - started, (UNVERIFIED_REASON,), history)
+        receiver.advance_clock(SETTLE_CLOCK_S)  # settle async jobs the sink left running
         history = build_history(
             self.row.row_id, self.family.bundle, self.family.proxy.log(),
-            receiver_requests=self.family.receiver.requests(), receiver_effects=self.family.receiver.effects(),
+            receiver_requests=receiver.requests(), receiver_effects=receiver.effects(),
             reports=reports, fenced_receiver=self.row.fenced_receiver,
         )
         counters = check(history)
         verdict, reasons = self._verdict(history, counters)
-        return SinkRowResult(self.sink.name, verdict, counters, tuple(f.exit_code for f in finishes), history.digest(),
+        return SinkRowResult(self.sink.name, verdict, counters, exit_codes, history.digest(),
                              time.monotonic() - started, reasons, history)
 
     def _verdict(self, history: History, counters: Counters) -> tuple[str, tuple[str, ...]]:

@@ -18,16 +18,23 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
+LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 ADMIN_HEADERS = {"X-Restproof-Admin": "1"}
-START_TIMEOUT_S = 30.0
+START_TIMEOUT_S = 120.0
+"""Generous: on a loaded 2-core machine N lanes start their servers at the same moment."""
 PAGE_LIMIT = 1000
 
 
 class ServiceUnavailable(RuntimeError):
     """A harness service did not start or stopped answering (exit class 3 of ``certify``)."""
+
+
+class RuleRefused(ValueError):
+    """The fault proxy refused a catalog row's rule as invalid: invalid input (exit 2), not a harness outage."""
 
 
 def _wait_for_file(path: Path, process: subprocess.Popen[bytes], what: str) -> dict[str, Any]:
@@ -140,6 +147,8 @@ class Proxy:
     url: str
     control_url: str
     client: httpx.Client
+    also: tuple[str, ...] = ()
+    """The extra HOST:PORT addresses it listens on."""
 
     def _call(self, method: str, path: str, body: Any = None) -> Any:
         headers = ADMIN_HEADERS if method != "GET" else None
@@ -147,6 +156,8 @@ class Proxy:
             response = self.client.request(method, self.control_url + path, json=body, headers=headers)
         except httpx.HTTPError as exc:
             raise ServiceUnavailable(f"fault-proxy control API unreachable: {type(exc).__name__}") from None
+        if response.status_code == 422 and path == "/rules":
+            raise RuleRefused("the fault proxy refused the rule as invalid (422)")
         if response.status_code >= 400:
             raise ServiceUnavailable(f"fault-proxy control API refused {method} {path}: {response.status_code}")
         return response.json() if response.content else None
@@ -177,7 +188,8 @@ class Proxy:
 
 
 @contextmanager
-def proxy_process(upstream: str, work_dir: Path, seed: int) -> Iterator[Proxy]:
+def proxy_process(upstream: str, work_dir: Path, seed: int, also_listen: tuple[str, ...] = ()) -> Iterator[Proxy]:
+    """``also_listen``: more addresses of the same proxy (host:0 picks a port), in ``Proxy.also``."""
     work_dir.mkdir(parents=True, exist_ok=True)
     ready = work_dir / "proxy-ready.json"
     ready.unlink(missing_ok=True)
@@ -185,9 +197,14 @@ def proxy_process(upstream: str, work_dir: Path, seed: int) -> Iterator[Proxy]:
         sys.executable, "-m", "fault_proxy", "serve", "--listen", "127.0.0.1:0", "--upstream", upstream,
         "--control", "127.0.0.1:0", "--seed", str(seed), "--ready-file", str(ready),
     ]
+    for address in also_listen:
+        command.extend(["--also-listen", address])
+    if (urlsplit(upstream).hostname or "") not in LOOPBACK or also_listen:
+        command.append("--allow-non-loopback")  # a live receiver, or a veth address of a worker namespace
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     with ExitStack() as stack:
         stack.callback(_stop, process)
         info = _wait_for_file(ready, process, "fault-proxy")
         client = stack.enter_context(httpx.Client(timeout=30.0))
-        yield Proxy(process, f"http://{info['proxy']}", f"http://{info['control']}", client)
+        yield Proxy(process, f"http://{info['proxy']}", f"http://{info['control']}", client,
+                    tuple(str(address) for address in info.get("also", ())))

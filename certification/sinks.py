@@ -100,7 +100,7 @@ class Launched:
         self._go = invocation.cwd / f".go-{os.getpid()}-{time.monotonic_ns()}"
         self.started = time.monotonic()
         self.process = subprocess.Popen(
-            [sys.executable, "-c", _LAUNCHER, str(self._go), *invocation.argv], cwd=invocation.cwd,
+            [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(self._go), *invocation.argv], cwd=invocation.cwd,
             env=dict(invocation.env), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
         )
 

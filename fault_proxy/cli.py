@@ -40,6 +40,9 @@ def serve(  # noqa: PLR0917 - typer maps each option to a parameter
     allow_non_loopback: Annotated[
         bool, typer.Option(help="accept non-loopback listen/upstream/control addresses")
     ] = False,
+    also_listen: Annotated[
+        list[str] | None, typer.Option(help="another HOST:PORT the same proxy listens on (repeatable)")
+    ] = None,
 ) -> None:
     """Run the proxy in front of UPSTREAM until SIGINT/SIGTERM.
 
@@ -53,6 +56,7 @@ def serve(  # noqa: PLR0917 - typer maps each option to a parameter
             seed=seed,
             allow_non_loopback=allow_non_loopback,
             ready_file=ready_file,
+            also_listen=tuple(also_listen or ()),
         )
     except ConfigError as exc:
         raise fail(PROG, str(exc), EXIT_INVALID) from None

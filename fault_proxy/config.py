@@ -36,6 +36,9 @@ class ServeConfig:
     control: HostPort
     seed: int
     ready_file: str | None = None
+    also_listen: tuple[HostPort, ...] = ()
+    """More listen addresses of the same proxy (one rule set, one log), e.g. a veth address that a
+    worker in another network namespace reaches, so the log shows that worker's own address."""
 
     @property
     def upstream_url(self) -> str:
@@ -84,8 +87,13 @@ def build_config(
     seed: int,
     allow_non_loopback: bool = False,
     ready_file: str | None = None,
+    also_listen: tuple[str, ...] = (),
 ) -> ServeConfig:
     listen_hp = parse_host_port(listen, "--listen", allow_zero=True)
+    also_hps = tuple(parse_host_port(text, "--also-listen", allow_zero=True) for text in also_listen)
+    hosts = [listen_hp.host, *(hp.host for hp in also_hps)]
+    if len(set(hosts)) != len(hosts):
+        raise ConfigError("--also-listen: every listen address needs a host of its own")
     control_hp = parse_host_port(control, "--control", allow_zero=True)
     parts = urlsplit(upstream)
     if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -98,7 +106,9 @@ def build_config(
         raise ConfigError(f"--upstream: invalid port in {_shown(upstream)}") from None
     upstream_hp = HostPort(parts.hostname, port)
     if not allow_non_loopback:
-        for flag, hp in (("--listen", listen_hp), ("--upstream", upstream_hp), ("--control", control_hp)):
+        checked = (("--listen", listen_hp), ("--upstream", upstream_hp), ("--control", control_hp),
+                   *(("--also-listen", hp) for hp in also_hps))
+        for flag, hp in checked:
             if not _is_loopback(hp.host):
                 raise ConfigError(
                     f"{flag}: {hp.host} is not a loopback address; pass --allow-non-loopback to accept it"
@@ -111,4 +121,4 @@ def build_config(
         raise ConfigError(f"--seed must be in 0..{MAX_SEED}")
     if ready_file is not None:
         check_ready_file(ready_file)
-    return ServeConfig(listen_hp, parts.scheme, upstream_hp, control_hp, seed, ready_file)
+    return ServeConfig(listen_hp, parts.scheme, upstream_hp, control_hp, seed, ready_file, also_hps)

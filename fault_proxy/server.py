@@ -41,7 +41,7 @@ def _bind(hp: HostPort) -> socket.socket:
 
 def _mitm_options(config: ServeConfig) -> options.Options:
     return options.Options(
-        mode=[f"reverse:{config.upstream_url}@{config.listen}"],
+        mode=[f"reverse:{config.upstream_url}@{hp}" for hp in (config.listen, *config.also_listen)],
     )
 
 
@@ -94,16 +94,20 @@ async def serve(config: ServeConfig) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
 
-    while not server_addon.listen_addrs() or not control.started:
+    wanted = 1 + len(config.also_listen)
+    while len(server_addon.listen_addrs()) < wanted or not control.started:
         failures = [str(s.last_exception) for s in server_addon.servers if s.last_exception]
         if failures or master_task.done() or control_task.done():
             await _stop(master, master_task, control, control_task)
             reason = "; ".join(failures) or "the proxy or the control API stopped during startup"
             raise StartupError(f"cannot listen on {config.listen}: {reason}")
         await asyncio.sleep(0.02)
-    host, port, *_ = server_addon.listen_addrs()[0]
-    state.listen = f"{host}:{port}"
-    ready = {"proxy": state.listen, "control": state.control, "upstream": state.upstream, "pid": os.getpid()}
+    bound = {str(addr[0]): f"{addr[0]}:{addr[1]}" for addr in server_addon.listen_addrs()}
+    state.listen = bound.get(config.listen.host) or next(iter(bound.values()))
+    ready: dict[str, object] = {"proxy": state.listen, "control": state.control, "upstream": state.upstream,
+                                "pid": os.getpid()}
+    if config.also_listen:
+        ready["also"] = [bound.get(hp.host, "") for hp in config.also_listen]
     if config.ready_file:
         try:
             _write_ready(config.ready_file, ready)

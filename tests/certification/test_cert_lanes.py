@@ -1,0 +1,95 @@
+"""Lanes: the outcomes are the same, in catalog order, whatever the parallelism; each lane owns its
+services per catalog and stops them; one lane's error stops the run and is raised."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from certification.checkers import Counters
+from certification.lanes import LanePlan, run_lanes
+from certification.matrix import Family, SinkRowResult
+from certification.scenarios import Expect, Fault, Row
+from certification.services import ServiceUnavailable
+from certification.sinks import SinkSpec, bundled_sinks
+
+SINKS = [bundled_sinks()["reference"], bundled_sinks()["naive-retry"]]
+
+
+def _rows() -> list[Row]:
+    return [Row(row_id=f"{catalog}.r{i}", catalog=Path(f"{catalog}.yaml"), family="sync_batch",
+                workload=Path("w.yaml"), receiver=Path("r.yaml"), binding="b", scope_from="2026-03-01",
+                scope_to="2026-03-05", fenced_receiver=True, fault=Fault(type="none"),
+                expect=Expect(reference="completed")) for catalog in ("a", "b") for i in range(6)]
+
+
+class Services:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.open: dict[int, str] = {}
+        self.opened: list[str] = []
+        self.in_use: set[int] = set()
+
+    @contextmanager
+    def factory(self, row: Row, work: Path, seed: int) -> Iterator[Family]:
+        token = id(work)
+        with self.lock:
+            self.open[token] = row.catalog.name
+            self.opened.append(row.catalog.name)
+        try:
+            yield cast(Family, {"catalog": row.catalog.name, "token": token})
+        finally:
+            with self.lock:
+                del self.open[token]
+
+    def runner(self, family: Family, row: Row, spec: SinkSpec, work: Path, seed: int) -> SinkRowResult:
+        services = cast(dict[str, Any], family)
+        assert services["catalog"] == row.catalog.name  # a row runs on its own catalog's services
+        with self.lock:
+            assert services["token"] not in self.in_use  # one row at a time on one pair of services
+            self.in_use.add(services["token"])
+        time.sleep(random.uniform(0, 0.01))  # scheduling noise
+        with self.lock:
+            self.in_use.discard(services["token"])
+        return SinkRowResult(spec.name, "PASS", Counters(0, 0, 0, 0), (seed,), f"{row.row_id}/{spec.name}", 0.0)
+
+
+def _plain(outcomes: list[Any]) -> list[tuple[str, tuple[str | None, ...]]]:
+    return [(o.row.row_id, tuple(r.history_digest for r in o.results)) for o in outcomes]
+
+
+@pytest.mark.parametrize("lanes", [1, 3, 8])
+def test_outcomes_are_in_catalog_order_whatever_the_parallelism(tmp_path: Path, lanes: int) -> None:
+    services = Services()
+    progress: list[str] = []
+    outcomes = run_lanes(LanePlan(_rows(), SINKS, tmp_path, 7, lanes), services.factory, progress.append,
+                         services.runner)
+    assert _plain(outcomes) == [(row.row_id, (f"{row.row_id}/reference", f"{row.row_id}/naive-retry"))
+                                for row in _rows()]
+    assert all(r.exit_codes == (7,) for o in outcomes for r in o.results)
+    assert len(progress) == len(_rows()) * len(SINKS)
+    assert services.open == {}  # every lane stopped its services
+    assert len(services.opened) <= 2 * lanes  # a lane opens a catalog's services once, not per row
+
+
+def test_one_lane_error_stops_the_run_and_is_raised(tmp_path: Path) -> None:
+    services = Services()
+    calls: list[str] = []
+
+    def failing(family: Family, row: Row, spec: SinkSpec, work: Path, seed: int) -> SinkRowResult:
+        calls.append(row.row_id)
+        if row.row_id == "a.r1":
+            raise ServiceUnavailable("receiver admin API unreachable")
+        return services.runner(family, row, spec, work, seed)
+
+    with pytest.raises(ServiceUnavailable):
+        run_lanes(LanePlan(_rows(), SINKS, tmp_path, 0, 2), services.factory, lambda _: None, failing)
+    assert services.open == {}
+    assert len(calls) < len(_rows()) * len(SINKS)

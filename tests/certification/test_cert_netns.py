@@ -1,0 +1,66 @@
+"""The restarted worker as another host: in its own network namespace (root + ``ip netns``), the
+proxy sees it from the namespace's own address; the namespace is always removed; the artifacts say
+which isolation ran."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from certification.artifacts import environment
+from certification.matrix import RowRunner, family_services
+from certification.netns import NAMESPACE_MODE, PROCESS_MODE, isolation_mode, namespaces_work, remove_stale
+from certification.scenarios import bundled_rows
+from certification.sinks import bundled_sinks
+
+needs_netns = pytest.mark.skipif(not namespaces_work(), reason="needs root and a working `ip netns`")
+
+
+def _peers(log: list[dict[str, object]]) -> set[str]:
+    return {str(entry.get("client", "")).rsplit(":", 1)[0] for entry in log}
+
+
+def _namespaces() -> set[str]:
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False).stdout
+    return {line.split()[0] for line in listed.splitlines() if line.strip()}
+
+
+@needs_netns
+def test_the_resumed_worker_reaches_the_proxy_from_its_own_namespace_address(tmp_path: Path) -> None:
+    row = next(r for r in bundled_rows() if r.row_id == "sync.kill.after_commit")
+    before = _namespaces()
+    with family_services(row, tmp_path / "services", 0, isolation=NAMESPACE_MODE) as family:
+        assert family.namespace is not None
+        namespace = family.namespace
+        assert namespace.name in _namespaces()
+        result = RowRunner(family, row, bundled_sinks()["reference"], tmp_path / "row", 0).run()
+        log = family.proxy.log()
+    assert result.verdict == "PASS", result.reasons
+    assert len(result.exit_codes) >= 2  # killed, then resumed by another host
+    peers = _peers(log)
+    assert "127.0.0.1" in peers  # the first host, in the harness's own network
+    assert namespace.address in peers  # the resumed host, from its namespace's address
+    assert _namespaces() - before == set()  # removed again
+
+
+def test_process_mode_is_what_the_artifacts_record_when_asked_for() -> None:
+    assert isolation_mode("process") == PROCESS_MODE
+    assert environment(PROCESS_MODE)["worker_isolation"] == PROCESS_MODE
+    expected = NAMESPACE_MODE if namespaces_work() else PROCESS_MODE
+    assert isolation_mode("auto") == expected
+
+
+@needs_netns
+def test_a_namespace_left_by_a_killed_harness_is_removed() -> None:
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # a pid that no longer runs
+    name = f"rp{dead.pid}n0"
+    subprocess.run(["ip", "netns", "add", name], check=True, capture_output=True)
+    try:
+        assert name in _namespaces()
+        assert name in remove_stale()
+        assert name not in _namespaces()
+    finally:
+        subprocess.run(["ip", "netns", "del", name], check=False, capture_output=True)
