@@ -25,6 +25,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from certification.artifacts import RowOutcome, write_artifacts
+from certification.bench.cli import bench_app
 from certification.gate import gate as run_gate
 from certification.matrix import RowRunner, family_services
 from certification.scenarios import Row, bundled_rows, load_catalog
@@ -35,6 +36,7 @@ from certification.verify import VerificationFailed, verify_artifact
 
 app = typer.Typer(name="certify", help="Certify REST bulk delivery sinks under injected faults.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+app.add_typer(bench_app, name="bench")
 err = Console(stderr=True)
 QUICK_ROWS = ("none", "cut.after_commit", "cut.request", "kill.after_commit", "status.503.retry_after",
               "failpoint.http.submit.after_body_sent", "failpoint.journal.record_submit_result.before")

@@ -68,9 +68,10 @@ class DeliveryBench:
         return {**default_values(), **self.space.values(), "state_dir": str(state), "worker_id": "bench-host1",
                 "bundle_dir": str(self.bundle_dir), "receiver_url": self.receiver.data_url}
 
-    def _fresh(self) -> Path:
+    def _fresh(self, *, reset: bool = True) -> Path:
         self._runs += 1
-        self.receiver.reset()
+        if reset:
+            self.receiver.reset()
         return self.root / f"run{self._runs:03d}"
 
     def _measure(self, label: str, invocation: Invocation) -> Delivery:
@@ -81,10 +82,16 @@ class DeliveryBench:
         shutil.rmtree(invocation.cwd.parent, ignore_errors=True)  # the run's state: sealed copies of the source
         return Delivery(label, measured, receiver_cpu, self.rows, self.wire_bytes, ok, detail)
 
-    def sink(self, spec: SinkSpec) -> Delivery:
-        """The sink's whole ``run``: freeze, seal, admit, deliver, verify (any sink under test)."""
-        work = self._fresh()
-        invocation = Invocation(render(spec.run, self._values(work / "state")), work / "host", _env())
+    def sink(self, spec: SinkSpec, *, via: str | None = None, reset: bool = True) -> Delivery:
+        """The sink's whole ``run``: freeze, seal, admit, deliver, verify (any sink under test).
+        ``via``: another URL in front of the receiver (the fault proxy); ``reset=False`` keeps the
+        ledger (the load bench delivers while locust writes to it)."""
+        work = self._fresh(reset=reset)
+        values = self._values(work / "state")
+        if via is not None:
+            values["bindings_dir"] = str(workspace.point_binding(work / "bindings", via))
+            values["receiver_url"] = via
+        invocation = Invocation(render(spec.run, values), work / "host", _env())
         return self._measure(spec.name, invocation)
 
     def reference_delivery_only(self, profile: Path | None = None) -> Delivery:
@@ -111,7 +118,8 @@ class DeliveryBench:
 
     def ledger_check(self) -> tuple[bool, str]:
         """Ground truth after one delivery: one effect per child scope, every row, nothing twice."""
-        effects = self.receiver.effects()
+        end = self.space.size.scope_to.isoformat()
+        effects = [e for e in self.receiver.effects() if str(e["scope_start"]) < end]  # this source's scopes only
         scopes = [(str(e["scope_start"]), str(e["scope_end"])) for e in effects]
         applied = sum(int(e["accepted_rows"]) for e in effects)
         expected = {(c["scope_from"], c["scope_to"]) for c in self.bundle["children"]}

@@ -112,9 +112,7 @@ def build(root: Path, size: SourceSize, *, receiver_url: str, child_bytes: int =
     for name in ("mappings", "environments"):
         shutil.copytree(SCENARIOS / name, root / name, dirs_exist_ok=True)
     _dump(root / "profiles" / f"{PROFILE_ID}@1.yaml", bench_profile(child_bytes, max_rows))
-    binding = load_bounded_yaml_file(SCENARIOS / "bindings" / f"{BINDING}.yaml")
-    binding["authority"] = receiver_url
-    _dump(root / "bindings" / f"{BINDING}.yaml", binding)
+    point_binding(root / "bindings", receiver_url)
     behaviour = root / "receivers" / "bench-batches.yaml"
     _dump(behaviour, bench_behaviour(child_bytes, max_rows, ledger_only=ledger_only))
     workload = root / "workloads" / "bench.yaml"
@@ -130,6 +128,14 @@ def build(root: Path, size: SourceSize, *, receiver_url: str, child_bytes: int =
                    "max_rows_per_day": size.rows_per_day, "distribution": "uniform", "padding": size.padding},
     })
     return Workspace(root, workload, root / "bindings", behaviour, size)
+
+
+def point_binding(directory: Path, url: str) -> Path:
+    """A bindings directory whose binding talks to ``url`` (the fault proxy in front of the receiver)."""
+    binding = load_bounded_yaml_file(SCENARIOS / "bindings" / f"{BINDING}.yaml")
+    binding["authority"] = url
+    _dump(directory / f"{BINDING}.yaml", binding)
+    return directory
 
 
 def behaviour_only(root: Path, *, child_bytes: int = 64_000_000, max_rows: int = 1_000_000,
