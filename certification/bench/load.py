@@ -105,7 +105,7 @@ def _distributed(result: BenchResult, bench: DeliveryBench, *, users: int, secon
     keys, port = work / "distributed-keys", _free_port()
     common = ["-f", str(LOCUSTFILE), "--loglevel", "ERROR"]
     master = subprocess.Popen(
-        [str(LOCUST), *common, "--master", "--headless", "-u", str(users), "-r", str(users), "-t", f"{seconds}s",
+        [str(LOCUST), *common, "--master", "--headless", "-u", str(users), "-r", str(users), "-t", f"{max(1, round(seconds))}s",
          "--expect-workers", str(WORKERS), "--expect-workers-max-wait", "60", "--master-bind-host", "127.0.0.1",
          "--master-bind-port", str(port), "--host", bench.receiver.data_url, "--csv", str(work / "distributed"),
          "--only-summary"], env=_env(keys), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=work)
