@@ -28,7 +28,6 @@ from typing import Any
 from certification.bench import workspace
 from certification.bench.artifact import BenchResult
 from certification.bench.deliveries import DeliveryBench, delivery_bench
-from certification.bench.locustfile import KEY_PREFIX
 from certification.services import proxy_process
 from certification.sinks import SinkSpec
 
@@ -37,6 +36,9 @@ CHILD_BYTES = 8_000_000
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")
 LOCUST = Path(sys.executable).with_name("locust")
 WORKERS = 2
+KEY_PREFIX = "load"
+"""Of every locust key (passed to the locustfile as ``BENCH_KEY_PREFIX``; never imported from it:
+importing locust monkey-patches the importing process with gevent)."""
 
 
 def _acknowledged(keys_dir: Path) -> tuple[list[str], int]:
@@ -57,7 +59,7 @@ def _check_ledger(bench: DeliveryBench, keys_dir: Path, users: int) -> dict[str,
 
 
 def _env(keys_dir: Path) -> dict[str, str]:
-    return {**os.environ, "BENCH_KEYS_DIR": str(keys_dir)}
+    return {**os.environ, "BENCH_KEYS_DIR": str(keys_dir), "BENCH_KEY_PREFIX": KEY_PREFIX}
 
 
 def _local_locust(host: str, users: int, seconds: float, out: Path, keys_dir: Path) -> subprocess.Popen[bytes]:
@@ -105,7 +107,8 @@ def _distributed(result: BenchResult, bench: DeliveryBench, *, users: int, secon
     keys, port = work / "distributed-keys", _free_port()
     common = ["-f", str(LOCUSTFILE), "--loglevel", "ERROR"]
     master = subprocess.Popen(
-        [str(LOCUST), *common, "--master", "--headless", "-u", str(users), "-r", str(users), "-t", f"{max(1, round(seconds))}s",
+        [str(LOCUST), *common, "--master", "--headless", "-u", str(users), "-r", str(users),
+         "-t", f"{max(1, round(seconds))}s",
          "--expect-workers", str(WORKERS), "--expect-workers-max-wait", "60", "--master-bind-host", "127.0.0.1",
          "--master-bind-port", str(port), "--host", bench.receiver.data_url, "--csv", str(work / "distributed"),
          "--only-summary"], env=_env(keys), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=work)

@@ -4,7 +4,8 @@ Idempotency-Key each, every key answered 2xx appended to a per-process file.
 The key files are what the receiver's ledger is checked against (every acknowledged key applied
 once, none twice), in every locust mode: in-process (``locust_run``), and ``--master`` with
 ``--worker`` processes, where each worker writes its own file. Environment:
-``BENCH_KEYS_DIR`` (where the key files go), ``BENCH_ROWS`` (rows per batch, default 3).
+``BENCH_KEYS_DIR`` (where the key files go), ``BENCH_KEY_PREFIX`` (of every key, default
+``load``), ``BENCH_ROWS`` (rows per batch, default 3).
 
     locust -f certification/bench/locustfile.py --headless -u 8 -r 8 -t 5s --host http://127.0.0.1:PORT
 """
@@ -28,7 +29,7 @@ BODY = json.dumps([
      "label": None, "valid": True, "observed_at": "2026-09-01T00:00:00Z", "sample_count": index}
     for index in range(ROWS_PER_BATCH)
 ])
-KEY_PREFIX = "load"
+KEY_PREFIX = os.environ.get("BENCH_KEY_PREFIX", "load")
 _sequence = itertools.count()
 _keys: TextIO | None = None
 
