@@ -82,7 +82,7 @@ def _execute(out: Path, key: Path | None, benches: list[tuple[str, Callable[[Pat
 
 def _throughput(spec: SinkSpec, rows: list[int] | None, rounds: int | None, quick: bool
                 ) -> Callable[[Path], BenchResult]:
-    sizes = rows or ([2_000] if quick else [100_000, 1_000_000])
+    sizes = ([2_000] if quick else [100_000, 1_000_000]) if rows is None else rows
     if any(not 1 <= size <= 100_000_000 for size in sizes):
         raise _fail("bench.invalid_input", "--rows must be 1..100000000", 2)
     return lambda work: throughput.run(spec, sizes=sizes, rounds=rounds or (1 if quick else 3), work=work,
@@ -90,7 +90,8 @@ def _throughput(spec: SinkSpec, rows: list[int] | None, rounds: int | None, quic
 
 
 def _rss(spec: SinkSpec, sizes_mb: list[float] | None, quick: bool) -> Callable[[Path], BenchResult]:
-    sizes = [int(mb * 1e6) for mb in (sizes_mb or ([2.0, 8.0] if quick else [250.0, 1000.0]))]
+    chosen = ([2.0, 8.0] if quick else [250.0, 1000.0]) if sizes_mb is None else sizes_mb
+    sizes = [int(mb * 1e6) for mb in chosen]
     if len(sizes) < 2 or any(not 1_000_000 <= size <= 20_000_000_000 for size in sizes):
         raise _fail("bench.invalid_input", "--decoded-mb needs two or more sizes of 1..20000 MB", 2)
     return lambda work: rss.run(spec, decoded_bytes=sorted(sizes), work=work)
@@ -104,7 +105,8 @@ def _adaptive(quick: bool, days: int) -> Callable[[Path], BenchResult]:
 
 def _load(spec: SinkSpec, users: int | None, seconds: float | None, distributed: bool, quick: bool
           ) -> Callable[[Path], BenchResult]:
-    users, seconds = users or (4 if quick else 16), seconds or (3.0 if quick else 15.0)
+    users = (4 if quick else 16) if users is None else users
+    seconds = (3.0 if quick else 15.0) if seconds is None else seconds
     if not (1 <= users <= 256 and 1 <= seconds <= 600):
         raise _fail("bench.invalid_input", "--users must be 1..256 and --seconds 1..600", 2)
     return lambda work: load.run(spec, users=users, seconds=seconds, rows=1_000 if quick else 20_000, work=work,
