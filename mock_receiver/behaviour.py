@@ -228,9 +228,13 @@ class Behaviour(_Closed):
     sync: SyncSpec = SyncSpec()
     async_jobs: AsyncSpec | None = None
     rules: list[FaultRule] = Field(default_factory=list)
+    storage: Literal["rows", "ledger_only"] = "rows"
+    """ledger_only: effects keep their row count and digest, not the rows (mock_receiver/ledger_only.py)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> Behaviour:
+        if self.storage == "ledger_only" and self.async_jobs is not None:
+            raise ValueError("storage: ledger_only is for synchronous receivers (async jobs stage their rows)")
         for name in self.resources:
             if not re.match(_NAME, name):
                 raise ValueError(f"resource name {name!r} must match {_NAME}")

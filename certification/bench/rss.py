@@ -27,12 +27,13 @@ def run(spec: SinkSpec, *, decoded_bytes: Sequence[int], work: Path) -> BenchRes
     if len(decoded_bytes) < 2:
         raise ValueError("the RSS bench needs two source sizes")
     result = BenchResult(NAME, {"sink": spec.name, "decoded_bytes": list(decoded_bytes), "child_bytes": CHILD_BYTES,
-                                "baseline": "naive read-all"})
+                                "baseline": "naive read-all",
+                                "receiver": "mock-receiver bench-batches, storage: ledger_only"})
     peaks: dict[str, list[tuple[float, float]]] = {spec.name: [], "naive-read-all": []}
     by_size: dict[str, dict[str, object]] = {}
     for target in decoded_bytes:
         size = workspace.size_for_bytes(target, CHILD_BYTES)
-        with delivery_bench(work / f"bytes{target}", size, child_bytes=CHILD_BYTES) as bench:
+        with delivery_bench(work / f"bytes{target}", size, child_bytes=CHILD_BYTES, ledger_only=True) as bench:
             sink, naive = bench.sink(spec), bench.naive("read-all")
             decoded_mb = round(target / 1e6, 1)
             for label, delivery in ((spec.name, sink), ("naive-read-all", naive)):
