@@ -27,9 +27,11 @@ class FakeBench:
     """Deliveries with fixed wall times: reference delivery 2 s, naive loop 1 s, the sink's run 4 s."""
 
     def __init__(self, *, failing: str | None = None, scale: float = 1.0) -> None:
-        self.rows, self.wire_bytes, self.bundle = ROWS, 2_000_000, {"children": [{}]}
+        self.rows, self.wire_bytes = ROWS, 2_000_000
+        self.bundle: dict[str, list[dict[str, Any]]] = {"children": [{}]}
         self.bundle_export = Measured(0, "", 3.0, 2.0, 0.0, 60.0)
-        self.failing, self.scale, self.order = failing, scale, []
+        self.failing, self.scale = failing, scale
+        self.order: list[str] = []
 
     def _make(self, label: str, wall: float, cpu: float, rss_mib: float) -> Delivery:
         self.order.append(label)
