@@ -86,7 +86,8 @@ def _throughput(spec: SinkSpec, rows: list[int] | None, rounds: int | None, quic
     if any(not 1 <= size <= 100_000_000 for size in sizes):
         raise _fail("bench.invalid_input", "--rows must be 1..100000000", 2)
     return lambda work: throughput.run(spec, sizes=sizes, rounds=rounds or (1 if quick else 3), work=work,
-                                       profile=not quick)
+                                       profile=not quick,
+                                       wall_tolerance=throughput.QUICK_TOLERANCE if quick else throughput.TOLERANCE)
 
 
 def _rss(spec: SinkSpec, sizes_mb: list[float] | None, quick: bool) -> Callable[[Path], BenchResult]:

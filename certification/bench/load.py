@@ -36,6 +36,8 @@ CHILD_BYTES = 8_000_000
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")
 LOCUST = Path(sys.executable).with_name("locust")
 WORKERS = 2
+RPS_TOLERANCE = 0.6
+"""Two short locust phases on a shared 2-core machine: their ratio moved from 0.3 to 1.3 here."""
 KEY_PREFIX = "load"
 """Of every locust key (passed to the locustfile as ``BENCH_KEY_PREFIX``; never imported from it:
 importing locust monkey-patches the importing process with gevent)."""
@@ -161,7 +163,7 @@ def run(spec: SinkSpec, *, users: int, seconds: float, rows: int, work: Path, di
     direct, proxied = phases["direct"]["locust"], phases["proxy"]["locust"]
     if direct.get("requests_per_s") and proxied.get("requests_per_s"):
         result.ratio("proxy_over_direct_requests_per_s", proxied["requests_per_s"] / direct["requests_per_s"],
-                     tolerance=0.3, better="higher")
+                     tolerance=RPS_TOLERANCE, better="higher")
     result.plot("load_latency_ms", title="Request latency under load", x_label="percentile", y_label="ms",
                 lines={name: [(50.0, float(p["locust"].get("p50_ms", 0))), (95.0, float(p["locust"].get("p95_ms", 0))),
                               (99.0, float(p["locust"].get("p99_ms", 0)))] for name, p in phases.items()})

@@ -32,7 +32,9 @@ from certification.sinks import SinkSpec
 NAME = "throughput"
 CHILD_BYTES = 64_000_000
 TOLERANCE = 0.3
-"""Wall-clock ratios on a shared machine move by tens of percent between runs."""
+"""Wall-clock ratios on a shared machine move by tens of percent between runs (CPU ratios less)."""
+QUICK_TOLERANCE = 0.5
+"""At CI sizes process start-up dominates and the machine is shared: a wider band for wall clock."""
 
 
 def _median(deliveries: Sequence[Delivery], field: str) -> float:
@@ -84,7 +86,8 @@ def _one_size(result: BenchResult, spec: SinkSpec, bench: DeliveryBench, *, roun
     return summary
 
 
-def run(spec: SinkSpec, *, sizes: Sequence[int], rounds: int, work: Path, profile: bool = True) -> BenchResult:
+def run(spec: SinkSpec, *, sizes: Sequence[int], rounds: int, work: Path, profile: bool = True,
+        wall_tolerance: float = TOLERANCE) -> BenchResult:
     result = BenchResult(NAME, {"sink": spec.name, "rows": list(sizes), "rounds": rounds,
                                 "child_bytes": CHILD_BYTES,
                                 "receiver": "mock-receiver bench-batches, storage: ledger_only"})
@@ -99,11 +102,11 @@ def run(spec: SinkSpec, *, sizes: Sequence[int], rounds: int, work: Path, profil
     largest = per_size[max(per_size)]
     if "reference-delivery.rows_per_s" in largest:
         result.ratio("delivery_rows_per_s", largest["reference-delivery.rows_per_s"] / largest["naive-loop.rows_per_s"],
-                     tolerance=TOLERANCE, better="higher")
+                     tolerance=wall_tolerance, better="higher")
         result.ratio("delivery_sink_cpu", largest["reference-delivery.sink_cpu_s"] /
                      max(largest["naive-loop.sink_cpu_s"], 1e-3), tolerance=TOLERANCE, better="lower")
     result.ratio("end_to_end_rows_per_s", largest["sink.rows_per_s"] / largest["naive-end-to-end.rows_per_s"],
-                 tolerance=TOLERANCE, better="higher")
+                 tolerance=wall_tolerance, better="higher")
     lines = {label: [(float(rows), f[f"{label}.rows_per_s"]) for rows, f in sorted(per_size.items())
                      if f"{label}.rows_per_s" in f]
              for label in ("sink", "reference-delivery", "naive-loop", "naive-end-to-end")}
