@@ -1,24 +1,46 @@
 """Sinks under test as measured processes: exit code, stdout, wall time, CPU times and peak RSS.
 
-The sink is started through the sinks-under-test launcher (``certification.sinks.Launched``), so
-the pid is the sink's own after ``exec``. It is reaped with ``os.wait4``, whose ``ru_maxrss`` is
-the kernel's high-water mark of that one process (the launcher's few MB before ``exec`` included,
-which only ever adds), and whose CPU times are that process's alone, unlike ``RUSAGE_CHILDREN``,
-which sums every child the harness ever reaped.
+A small fresh Python (the measuring launcher) waits for the go signal, forks, ``exec``s the sink in
+the child and reaps it with ``os.wait4``, whose ``ru_maxrss`` is the kernel's high-water mark of
+that one process (VmHWM) and whose CPU times are that process's alone. Why not reap the sink from
+the harness directly: a child forked from the harness starts as a copy of the harness's resident
+pages, and ``ru_maxrss`` keeps that copy's size across ``exec``, so a 60 MB harness would put a
+60 MB floor under every sink. The launcher's own image is a few MB.
 """
 
 from __future__ import annotations
 
-import contextlib
+import json
 import os
-import threading
+import signal
+import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from certification.sinks import Invocation, Launched
+from certification.sinks import Invocation
 
 TIMEOUT_S = 3600.0
+_LAUNCHER = (
+    "import json, os, sys, time\n"
+    "go, report = sys.argv[1], sys.argv[2]\n"
+    "deadline = time.monotonic() + 30\n"
+    "while not os.path.exists(go) and time.monotonic() < deadline:\n"
+    "    time.sleep(0.005)\n"
+    "started = time.perf_counter()\n"
+    "pid = os.fork()\n"
+    "if pid == 0:\n"
+    "    try:\n"
+    "        os.execvp(sys.argv[3], sys.argv[3:])\n"
+    "    finally:\n"
+    "        os._exit(127)\n"
+    "_, status, usage = os.wait4(pid, 0)\n"
+    "wall = time.perf_counter() - started\n"
+    "with open(report, 'w') as handle:\n"
+    "    json.dump({'exit_code': os.waitstatus_to_exitcode(status), 'wall_s': wall, 'user_s': usage.ru_utime,\n"
+    "               'system_s': usage.ru_stime, 'maxrss_kib': usage.ru_maxrss}, handle)\n"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,31 +58,27 @@ class Measured:
 
 
 def run_measured(invocation: Invocation, timeout: float = TIMEOUT_S) -> Measured:
-    launched = Launched(invocation)
-    process = launched.process
-    assert process.stdout is not None
-    chunks: list[bytes] = []
-    reader = threading.Thread(target=lambda: chunks.append(process.stdout.read() if process.stdout else b""),
-                              daemon=True)
-    reader.start()
-    started = time.perf_counter()
-    launched.go()
-    killer = threading.Timer(timeout, lambda: _kill(process.pid))
-    killer.start()
+    invocation.cwd.mkdir(parents=True, exist_ok=True)
+    go = invocation.cwd / f".go-{os.getpid()}-{time.monotonic_ns()}"
+    report = go.with_suffix(".rusage.json")
+    process = subprocess.Popen(
+        [sys.executable, "-c", _LAUNCHER, str(go), str(report), *invocation.argv], cwd=invocation.cwd,
+        env=dict(invocation.env), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+        start_new_session=True)  # one process group: a timeout ends the sink with its launcher
+    go.touch()
     try:
-        _, status, usage = os.wait4(process.pid, 0)
-    finally:
-        killer.cancel()
-    wall = time.perf_counter() - started
-    process.returncode = os.waitstatus_to_exitcode(status)  # reaped here: tell Popen, so it never waits again
-    reader.join(timeout=30)
-    stdout = b"".join(chunks).decode("utf-8", "replace")[-1_000_000:]
-    return Measured(process.returncode, stdout, wall, usage.ru_utime, usage.ru_stime, usage.ru_maxrss / 1024)
-
-
-def _kill(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, 9)
+        stdout, _ = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        stdout, _ = process.communicate()
+    go.unlink(missing_ok=True)
+    try:
+        usage = json.loads(report.read_text())
+    except (OSError, ValueError):
+        usage = {"exit_code": -signal.SIGKILL, "wall_s": 0.0, "user_s": 0.0, "system_s": 0.0, "maxrss_kib": 0}
+    report.unlink(missing_ok=True)
+    return Measured(int(usage["exit_code"]), stdout.decode("utf-8", "replace")[-1_000_000:], float(usage["wall_s"]),
+                    float(usage["user_s"]), float(usage["system_s"]), int(usage["maxrss_kib"]) / 1024)
 
 
 def cpu_seconds(pid: int) -> float:
