@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mr_support import admin_items, behaviour_with, client_for, rows_for
@@ -19,12 +20,12 @@ DAY1 = {"range_start": "2026-03-01", "range_end": "2026-03-02"}
 DAY2 = {"range_start": "2026-03-02", "range_end": "2026-03-03"}
 
 
-def _post(client, scope: dict[str, str], days: list[str], key: str):
+def _post(client: Any, scope: dict[str, str], days: list[str], key: str) -> Any:
     return client.post(BATCHES, params=scope, content=json.dumps(rows_for(days)).encode(),
                        headers={"content-type": "application/json", "Idempotency-Key": key})
 
 
-def _summaries(tmp_path: Path, storage: str) -> tuple[list[dict], list[dict], int]:
+def _summaries(tmp_path: Path, storage: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
     with client_for(behaviour_with("json-batches", storage=storage), tmp_path / storage) as client:
         assert _post(client, DAY1, ["2026-03-01"], "key-one-0001").status_code == 201
         assert _post(client, DAY1, ["2026-03-01", "2026-03-01"], "key-one-0002").status_code == 201  # replaces
