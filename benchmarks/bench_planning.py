@@ -29,10 +29,8 @@ or a non-deterministic plan); request counts and timings are figures, never fail
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
-import random
 import statistics
 import sys
 import time
@@ -40,10 +38,10 @@ from dataclasses import asdict
 from datetime import date
 from pathlib import Path
 
+from certification.bench.adaptive import frontier_breaches
 from sink.compiler.loading import load_document
 from sink.contracts.planning import ChildWindow, PlanningLimits
 from sink.contracts.profile import OperationProfile
-from sink.journal.frontier import contiguous_frontier
 from sink.planning import PLANNER_ALGORITHM_VERSION, plan_children
 from sink.planning.evaluation import (
     PlanAudit,
@@ -57,49 +55,6 @@ from sink.planning.skewed_source import SkewedSource, skewed_source
 
 PROFILE = Path(__file__).resolve().parents[1] / "scenarios" / "profiles" / "mock.dataset-jobs@1.yaml"
 MEDIANS = {"low": 2_000, "skewed": 12_000, "heavy": 30_000}
-
-
-def invalid_jumps(children: tuple[ChildWindow, ...], order: list[int], failed: set[int], restart_at: int) -> int:
-    """Breaches of the contiguous-frontier rule while children complete in ``order``."""
-    start = children[0].scope_from
-    completed: set[int] = set()
-    stored: int | None = None
-    breaches = 0
-    for step, ordinal in enumerate(order):
-        if ordinal in failed:
-            continue
-        completed.add(ordinal)
-        flags = [(c.ordinal, c.ordinal in completed) for c in children]
-        frontier = contiguous_frontier(flags, stored)
-        if step == restart_at and contiguous_frontier(flags, frontier) != frontier:
-            breaches += 1
-        prefix = range(frontier + 1) if frontier is not None else range(0)
-        breaches += sum(1 for o in prefix if o not in completed)
-        promoted_days = sorted(
-            (children[o].scope_from - start).days + d
-            for o in prefix
-            for d in range((children[o].scope_to - children[o].scope_from).days)
-        )
-        breaches += promoted_days != list(range(len(promoted_days)))
-        stored = frontier
-    return breaches
-
-
-def frontier_breaches(children: tuple[ChildWindow, ...], samples: int, seed: int) -> tuple[int, int]:
-    """(orders replayed, invalid jumps) over sampled orders plus every order of the first 7 children."""
-    rng = random.Random(seed)
-    replayed = breaches = 0
-    for _ in range(samples):
-        order = list(range(len(children)))
-        rng.shuffle(order)
-        failed = {o for o in order if rng.random() < 0.1}
-        breaches += invalid_jumps(children, order, failed, restart_at=len(order) // 2)
-        replayed += 1
-    head = children[:7]
-    for permutation in itertools.permutations(range(len(head))):
-        breaches += invalid_jumps(head, list(permutation), set(), restart_at=3)
-        replayed += 1
-    return replayed, breaches
 
 
 def compare(source: SkewedSource, limits: PlanningLimits) -> tuple[dict[str, PlanAudit], tuple[ChildWindow, ...], int]:

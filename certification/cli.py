@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 from certification.artifacts import RowOutcome, write_artifacts
+from certification.bench.cli import bench_app
 from certification.execute import RunRequest, execute
 from certification.gate import gate as run_gate
 from certification.identity_matrix import IdentityMatrixFailed
@@ -37,6 +38,7 @@ from certification.verify import VerificationFailed, verify_artifact
 
 app = typer.Typer(name="certify", help="Certify REST bulk delivery sinks under injected faults.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+app.add_typer(bench_app, name="bench")
 err = Console(stderr=True)
 IDENTITY_EXAMPLES, IDENTITY_EXAMPLES_QUICK = 200, 25
 QUICK_ROWS = ("none", "cut.after_commit", "cut.request", "kill.after_commit", "status.503.retry_after",

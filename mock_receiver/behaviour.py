@@ -231,9 +231,13 @@ class Behaviour(_Closed):
     rules: list[FaultRule] = Field(default_factory=list)
     auth: AuthSpec = NO_AUTH
     """The credential every data-plane request must carry (docs/mock-receiver.md, "Authentication and TLS")."""
+    storage: Literal["rows", "ledger_only"] = "rows"
+    """ledger_only: effects keep their row count and digest, not the rows (mock_receiver/ledger_only.py)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> Behaviour:
+        if self.storage == "ledger_only" and self.async_jobs is not None:
+            raise ValueError("storage: ledger_only is for synchronous receivers (async jobs stage their rows)")
         for name in self.resources:
             if not re.match(_NAME, name):
                 raise ValueError(f"resource name {name!r} must match {_NAME}")

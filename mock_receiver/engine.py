@@ -105,6 +105,8 @@ class EffectInput:
     mutation_key: str | None = None
     idempotency_key: str | None = None
     job_id: str | None = None
+    keep_rows: bool = True
+    """False under ``storage: ledger_only``: the effect records count and digest only."""
 
 
 def apply_effect(txn: Txn, effect: EffectInput, now: float) -> int:
@@ -127,9 +129,10 @@ def apply_effect(txn: Txn, effect: EffectInput, now: float) -> int:
          multiset_digest(encoded for _, encoded in effect.accepted), now))
     effect_id = cursor.lastrowid
     assert effect_id is not None
-    txn.conn.executemany(
-        "INSERT INTO rows (resource, row_date, encoded, effect_id) VALUES (?, ?, ?, ?)",
-        [(effect.resource, row_date, encoded, effect_id) for row_date, encoded in effect.accepted])
+    if effect.keep_rows:
+        txn.conn.executemany(
+            "INSERT INTO rows (resource, row_date, encoded, effect_id) VALUES (?, ?, ?, ?)",
+            [(effect.resource, row_date, encoded, effect_id) for row_date, encoded in effect.accepted])
     return effect_id
 
 

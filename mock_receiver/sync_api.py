@@ -8,6 +8,7 @@ import sqlite3
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from mock_receiver import ledger_only
 from mock_receiver.behaviour import Endpoint, FenceType, MutationKind, StatusAction
 from mock_receiver.canonical import bytes_digest, fields_digest, multiset_digest, ordered_digest
 from mock_receiver.delivery import tracked
@@ -248,7 +249,7 @@ class _SyncRequest:
             rejected_rows=len(partition.rejected), request_id=request_id, receipt_id=receipt_id,
             payload_digest=record.payload_digest or "", reported_accepted=reported_accepted,
             reported_rejected=reported_rejected, mutation_key=record.mutation_key,
-            idempotency_key=record.idempotency_key), now)
+            idempotency_key=record.idempotency_key, keep_rows=behaviour.storage == "rows"), now)
         txn.conn.execute("UPDATE requests SET effect_id = ? WHERE request_id = ?", (effect_id, request_id))
         body: dict[str, object] = {"receipt_id": receipt_id, "resource": self.resource,
                                    "range_start": self.scope.start, "range_end": self.scope.end,
@@ -309,6 +310,8 @@ async def resource_summary(request: Request) -> Response:
         jobs = behaviour.async_jobs
         if jobs is not None and jobs.resource == resource:
             settle_jobs(txn, jobs, behaviour.resources[resource], now)
+        if behaviour.storage == "ledger_only":
+            return ledger_only.summary(txn, resource, scope)
         rows = txn.applied_rows(resource, scope.start, scope.end)
         return JSONResponse({"resource": resource, "range_start": scope.start, "range_end": scope.end,
                              "row_count": len(rows), "content_digest": multiset_digest(rows)})

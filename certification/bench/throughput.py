@@ -1,0 +1,120 @@
+"""``certify bench throughput``: the sink under test against a naive httpx loop posting the same
+sealed payloads, in the same run, alternating (issue 9 "Benchmark", issue 13).
+
+Per source size and round, three measured deliveries from an empty receiver ledger, their order
+alternating between rounds so that machine drift hits each alike:
+
+* ``sink``: the sink's whole ``run`` (freeze, seal, admit, deliver, verify);
+* ``reference-delivery`` (the bundled reference sink only): the same sink delivering children it
+  sealed and admitted in an untimed first run (stopped at a failpoint before anything was sent),
+  through ``delivery resume``: journal, markers, leases, fences and verification, nothing else;
+* ``naive-loop``: a plain httpx loop posting the ``delivery bundle`` bodies (no durability).
+
+Ratios: ``delivery_rows_per_s`` = reference-delivery ÷ naive loop (issue 9's target >= 0.9) and
+``end_to_end_rows_per_s`` = the sink's run ÷ (bundle export + naive loop), both rows/s, wall clock.
+The receiver keeps only its ledger (``storage: ledger_only``: every row is still decoded, counted
+and digested, none is stored), so that it is not what limits both. Where the time goes: CPU
+seconds of the sink process and of the receiver process for each
+delivery, and one extra profiled delivery's shares per area (``profile_split``).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+
+from certification.bench import profile_split, workspace
+from certification.bench.artifact import BenchResult
+from certification.bench.deliveries import Delivery, DeliveryBench, delivery_bench
+from certification.sinks import SinkSpec
+
+NAME = "throughput"
+CHILD_BYTES = 64_000_000
+TOLERANCE = 0.3
+"""Wall-clock ratios on a shared machine move by tens of percent between runs (CPU ratios less)."""
+QUICK_TOLERANCE = 0.5
+"""At CI sizes process start-up dominates and the machine is shared: a wider band for wall clock."""
+
+
+def _median(deliveries: Sequence[Delivery], field: str) -> float:
+    return statistics.median(float(d.figures()[field]) for d in deliveries)
+
+
+def _profiled_shares(bench: DeliveryBench, work: Path) -> dict[str, float]:
+    """One untimed reference delivery under cProfile: the shares of its own time per area."""
+    delivery = bench.reference_delivery_only(profile=work / "delivery.pstats")
+    if not delivery.ok or not (work / "delivery.pstats").exists():
+        return {}
+    return profile_split.split(work / "delivery.pstats")
+
+
+def _one_size(result: BenchResult, spec: SinkSpec, bench: DeliveryBench, *, rounds: int, work: Path,
+              profile: bool) -> dict[str, float]:
+    reference = spec.name == "reference"
+    runs: dict[str, list[Delivery]] = {"sink": [], "reference-delivery": [], "naive-loop": []}
+    for index in range(rounds):
+        order = ["sink", "reference-delivery", "naive-loop"] if index % 2 == 0 else \
+            ["naive-loop", "reference-delivery", "sink"]
+        for label in order:
+            if label == "sink":
+                runs[label].append(bench.sink(spec))
+            elif label == "reference-delivery" and reference:
+                runs[label].append(bench.reference_delivery_only())
+            elif label == "naive-loop":
+                runs[label].append(bench.naive("loop"))
+    rows = bench.rows
+    for label, deliveries in runs.items():
+        for number, delivery in enumerate(deliveries):
+            result.check(f"{rows}.{label}.{number}", delivery.ok,
+                         f"exit {delivery.measured.exit_code}; {delivery.ledger_detail}")
+    export = bench.bundle_export
+    summary: dict[str, float] = {"rows": rows, "wire_mb": round(bench.wire_bytes / 1e6, 3),
+                                 "children": len(bench.bundle["children"]),
+                                 "bundle_export_wall_s": round(export.wall_s, 3),
+                                 "bundle_export_cpu_s": round(export.cpu_s, 3)}
+    for label, deliveries in runs.items():
+        if not deliveries:
+            continue
+        for field in ("rows_per_s", "mb_per_s", "wall_s", "sink_cpu_s", "receiver_cpu_s", "peak_rss_mib"):
+            summary[f"{label}.{field}"] = round(_median(deliveries, field), 3)
+    naive_wall = summary["naive-loop.wall_s"]
+    summary["naive-end-to-end.rows_per_s"] = round(rows / (export.wall_s + naive_wall), 1)
+    if reference and profile:
+        for area, share in _profiled_shares(bench, work).items():
+            summary[f"reference-delivery.profile_share.{area}"] = share
+    return summary
+
+
+def run(spec: SinkSpec, *, sizes: Sequence[int], rounds: int, work: Path, profile: bool = True,
+        wall_tolerance: float = TOLERANCE) -> BenchResult:
+    result = BenchResult(NAME, {"sink": spec.name, "rows": list(sizes), "rounds": rounds,
+                                "child_bytes": CHILD_BYTES,
+                                "receiver": "mock-receiver bench-batches, storage: ledger_only"})
+    per_size: dict[int, dict[str, float]] = {}
+    for rows in sizes:
+        size = workspace.size_for_rows(rows, CHILD_BYTES)
+        with delivery_bench(work / f"rows{rows}", size, child_bytes=CHILD_BYTES, ledger_only=True) as bench:
+            per_size[bench.rows] = _one_size(result, spec, bench, rounds=rounds, work=work / f"rows{rows}",
+                                            profile=profile)
+    result.figures = {"by_rows": {str(rows): figures for rows, figures in per_size.items()},
+                      "targets": {"delivery_rows_per_s_ratio": ">= 0.9", "peak_rss_mib": "<= 150 (64 MB children)"}}
+    largest = per_size[max(per_size)]
+    if "reference-delivery.rows_per_s" in largest:
+        result.ratio("delivery_rows_per_s", largest["reference-delivery.rows_per_s"] / largest["naive-loop.rows_per_s"],
+                     tolerance=wall_tolerance, better="higher")
+        result.ratio("delivery_sink_cpu", largest["reference-delivery.sink_cpu_s"] /
+                     max(largest["naive-loop.sink_cpu_s"], 1e-3), tolerance=TOLERANCE, better="lower")
+    result.ratio("end_to_end_rows_per_s", largest["sink.rows_per_s"] / largest["naive-end-to-end.rows_per_s"],
+                 tolerance=wall_tolerance, better="higher")
+    lines = {label: [(float(rows), f[f"{label}.rows_per_s"]) for rows, f in sorted(per_size.items())
+                     if f"{label}.rows_per_s" in f]
+             for label in ("sink", "reference-delivery", "naive-loop", "naive-end-to-end")}
+    result.plot("throughput_rows_per_s", title="Throughput over source size", x_label="source rows",
+                y_label="rows/s (wall clock)", lines={k: v for k, v in lines.items() if v})
+    rss = {label: [(float(rows), f[f"{label}.peak_rss_mib"]) for rows, f in sorted(per_size.items())
+                   if f"{label}.peak_rss_mib" in f] for label in ("sink", "reference-delivery", "naive-loop")}
+    result.plot("throughput_peak_rss_mib", title="Peak RSS of the delivering process", x_label="source rows",
+                y_label="MiB", lines={k: v for k, v in rss.items() if v})
+    return result
+
