@@ -15,6 +15,24 @@ from sink.contracts.transport import BodySource
 from sink.transport.exchange import CURRENT, IoFailure
 
 
+class BytesBody:
+    """A small in-memory ``BodySource`` (a token request's form body; a test's request body)."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+
+    @property
+    def length(self) -> int:
+        return len(self._data)
+
+    @property
+    def digest(self) -> str:
+        return "sha256:" + hashlib.sha256(self._data).hexdigest()
+
+    def chunks(self) -> Iterator[bytes]:
+        yield self._data
+
+
 class BodyMismatch(Exception):
     """The body source did not produce its sealed bytes (or failed while producing them)."""
 

@@ -15,11 +15,10 @@ form-urlencoded, then Basic), the method every authorization server must support
 from __future__ import annotations
 
 import base64
-import hashlib
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import quote, urlencode
 
@@ -31,28 +30,11 @@ from sink.contracts.transport import (
     PreparedRequest,
     RestTransportPort,
 )
+from sink.transport.body import BytesBody
 
 _B64TOKEN = re.compile(r"^[A-Za-z0-9\-._~+/]+=*$")
 TOKEN_POINTERS = ("/access_token", "/token_type", "/expires_in")
 MAX_REFRESH_SKEW_S = 60.0
-
-
-class _FormBody:
-    """A small in-memory ``BodySource`` (the token request's form body)."""
-
-    def __init__(self, data: bytes) -> None:
-        self._data = data
-
-    @property
-    def length(self) -> int:
-        return len(self._data)
-
-    @property
-    def digest(self) -> str:
-        return "sha256:" + hashlib.sha256(self._data).hexdigest()
-
-    def chunks(self) -> Iterator[bytes]:
-        yield self._data
 
 
 class ClientSecretBasic:
@@ -111,7 +93,7 @@ class OAuthClientCredentials:
     def _fetch(self) -> None:
         request = PreparedRequest(
             method="POST", path_and_query=self._path, semantic_headers=(("accept", "application/json"),),
-            content_type="application/x-www-form-urlencoded", body=_FormBody(self._form),
+            content_type="application/x-www-form-urlencoded", body=BytesBody(self._form),
             extract_pointers=TOKEN_POINTERS,
         )
         started = self._clock()

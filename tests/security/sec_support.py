@@ -3,8 +3,6 @@ timeout vector and a small request."""
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +12,7 @@ from sink.contracts.plan import PlanBinding
 from sink.contracts.profile_policy import TimeoutVector
 from sink.contracts.transport import PreparedRequest
 from sink.security.policies import PolicyStore
+from sink.transport.body import BytesBody
 
 TIMEOUTS = TimeoutVector(dns_ms=2000, connect_ms=2000, tls_ms=3000, write_ms=3000, read_ms=5000, idle_ms=5000,
                          request_total_ms=10000, operation_total_ms=60000)
@@ -24,22 +23,6 @@ SENTINELS = {
     "client_secret": "sentinel-clientsecret-77aa",
     "passphrase": "sentinel-passphrase-3c4d",
 }
-
-
-class BytesBody:
-    def __init__(self, data: bytes) -> None:
-        self._data = data
-
-    @property
-    def length(self) -> int:
-        return len(self._data)
-
-    @property
-    def digest(self) -> str:
-        return "sha256:" + hashlib.sha256(self._data).hexdigest()
-
-    def chunks(self) -> Iterator[bytes]:
-        yield self._data
 
 
 def post(path: str = "/mock/v1/items") -> PreparedRequest:
