@@ -54,7 +54,7 @@ def test_marker_with_another_binding_conflicts(tmp_path: Path) -> None:
 
 
 def _race_create(root: str, barrier: multiprocessing.synchronize.Barrier, out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
-    barrier.wait(timeout=20)
+    barrier.wait(timeout=120)  # six spawned interpreters importing the sink on a loaded machine
     stored = FileMarkerStore(Path(root)).create_if_absent(_marker(created=f"2026-09-01T00:00:0{os.getpid() % 10}Z"))
     out.put((stored.created, stored.digest))
 
@@ -65,7 +65,7 @@ def test_concurrent_publishers_create_exactly_one_marker(tmp_path: Path) -> None
     procs = [ctx.Process(target=_race_create, args=(str(tmp_path), barrier, out)) for _ in range(6)]
     for p in procs:
         p.start()
-    results = [out.get(timeout=30) for _ in procs]
+    results = [out.get(timeout=150) for _ in procs]
     for p in procs:
         p.join(timeout=30)
     assert sum(created for created, _ in results) == 1
