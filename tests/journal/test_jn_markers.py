@@ -5,11 +5,14 @@ from __future__ import annotations
 import hashlib
 import multiprocessing
 import os
+import queue
+import time
 from pathlib import Path
 
 import pytest
 from conftest import JournalEnv
 from jn_builders import CAPACITY, NAMESPACE, digest, publish_marker, seal, submit, week_parent
+from jn_marker_race import race_create
 
 from sink.journal.ids import operation_id_for
 from sink.journal.markers import FileMarkerStore, MarkerConflict, MayAttemptMarker, UnreadableMarker, namespace_key
@@ -18,7 +21,7 @@ from sink.journal.records import (
     GenerationKey,
 )
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = pytest.mark.timeout(240)
 
 
 def _marker(ordinal: int = 1, *, revision: int = 1, created: str = "2026-09-01T00:00:00Z") -> MayAttemptMarker:
@@ -53,19 +56,21 @@ def test_marker_with_another_binding_conflicts(tmp_path: Path) -> None:
     assert store.get(NAMESPACE, operation_id_for(NAMESPACE, "k"), 1).marker.expected_revision == 1  # type: ignore[union-attr]
 
 
-def _race_create(root: str, barrier: multiprocessing.synchronize.Barrier, out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
-    barrier.wait(timeout=120)  # six spawned interpreters importing the sink on a loaded machine
-    stored = FileMarkerStore(Path(root)).create_if_absent(_marker(created=f"2026-09-01T00:00:0{os.getpid() % 10}Z"))
-    out.put((stored.created, stored.digest))
-
-
 def test_concurrent_publishers_create_exactly_one_marker(tmp_path: Path) -> None:
     ctx = multiprocessing.get_context("spawn")
     barrier, out = ctx.Barrier(6), ctx.Queue()
-    procs = [ctx.Process(target=_race_create, args=(str(tmp_path), barrier, out)) for _ in range(6)]
+    procs = [ctx.Process(target=race_create, args=(str(tmp_path), barrier, out)) for _ in range(6)]
     for p in procs:
         p.start()
-    results = [out.get(timeout=150) for _ in procs]
+    results = []
+    deadline = time.monotonic() + 150
+    while len(results) < len(procs):
+        try:
+            results.append(out.get(timeout=0.5))
+        except queue.Empty:
+            died = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
+            assert not died, f"a publisher died before publishing (exit codes {died})"
+            assert time.monotonic() < deadline, "the publishers did not all publish in time"
     for p in procs:
         p.join(timeout=30)
     assert sum(created for created, _ in results) == 1
