@@ -15,6 +15,8 @@ id and working directory; the artifacts' environment records which mode ran.
 
 from __future__ import annotations
 
+import fcntl
+import ipaddress
 import itertools
 import os
 import re
@@ -106,12 +108,44 @@ def isolation_mode(requested: str) -> str:
     return NAMESPACE_MODE if requested == "auto" and namespaces_work() else PROCESS_MODE
 
 
-def _subnet(index: int) -> tuple[str, str]:
-    # One /30 per namespace in 10.237.0.0/16, spread by pid so that concurrent runs rarely meet;
-    # a collision makes `ip addr add` fail, which is reported, never silently shared.
-    slot = (os.getpid() * 8 + index) % 16384
-    third, fourth = divmod(slot * 4, 256)
-    return f"10.237.{third}.{fourth + 1}", f"10.237.{third}.{fourth + 2}"
+_POOL = ipaddress.ip_network("10.237.0.0/16")
+_SLOTS = _POOL.num_addresses // 4
+_LOCK_PATH = "/run/restproof-netns.lock"  # root only, like `ip netns` itself (which keeps /run/netns)
+
+
+def _taken_slots() -> set[int]:
+    """The /30 slots of the pool that any interface of the host already holds an address in."""
+    listed = _ip("-o", "-4", "addr", "show").stdout.decode("ascii", "replace")
+    taken = set()
+    for found in re.finditer(r"inet (\d+\.\d+\.\d+\.\d+)", listed):
+        address = ipaddress.ip_address(found.group(1))
+        if address in _POOL:
+            taken.add((int(address) - int(_POOL.network_address)) // 4)
+    return taken
+
+
+def _free_subnet(index: int) -> tuple[str, str]:
+    # Linux lets two interfaces hold the same address, and then the replies to one namespace are
+    # routed into another: a collision is silent, so the caller picks a slot no interface holds
+    # while it holds the host-wide lock, and keeps the lock until its own address is added.
+    taken = _taken_slots()
+    start = (os.getpid() * 8 + index) % _SLOTS  # spread, so that the first probe is usually free
+    for offset in range(_SLOTS):
+        slot = (start + offset) % _SLOTS
+        if slot not in taken:
+            base = int(_POOL.network_address) + slot * 4
+            return str(ipaddress.ip_address(base + 1)), str(ipaddress.ip_address(base + 2))
+    raise NamespaceUnavailable(f"every /30 of {_POOL} is in use on this host")
+
+
+@contextmanager
+def _allocation_lock() -> Iterator[None]:
+    with open(_LOCK_PATH, "a+b") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 _OURS = re.compile(r"^rp(\d+)n(\d+)$")
@@ -150,19 +184,28 @@ def _delete(name: str, host_link: str) -> None:
 def host_namespace() -> Iterator[HostNamespace]:
     index = next(_COUNTER)
     name, host_link, ns_link = f"rp{os.getpid()}n{index}", f"rp{os.getpid()}h{index}", f"rp{os.getpid()}v{index}"
-    host_address, address = _subnet(index)
     try:
-        steps = (("netns", "add", name), ("link", "add", host_link, "type", "veth", "peer", "name", ns_link),
-                 ("link", "set", ns_link, "netns", name), ("addr", "add", f"{host_address}/30", "dev", host_link),
-                 ("link", "set", host_link, "up"), ("-n", name, "addr", "add", f"{address}/30", "dev", ns_link),
-                 ("-n", name, "link", "set", ns_link, "up"), ("-n", name, "link", "set", "lo", "up"))
-        for step in steps:
-            done = _ip(*step)
-            if done.returncode != 0:
-                raise NamespaceUnavailable(f"ip {step[0]} {step[1]} failed while setting up namespace {name}")
+        before: tuple[tuple[str, ...], ...] = (
+            ("netns", "add", name), ("link", "add", host_link, "type", "veth", "peer", "name", ns_link),
+            ("link", "set", ns_link, "netns", name))
+        for step in before:
+            _step(name, step)
+        with _allocation_lock():  # choose and claim the addresses as one step among all harnesses
+            host_address, address = _free_subnet(index)
+            _step(name, ("addr", "add", f"{host_address}/30", "dev", host_link))
+        after: tuple[tuple[str, ...], ...] = (
+            ("link", "set", host_link, "up"), ("-n", name, "addr", "add", f"{address}/30", "dev", ns_link),
+            ("-n", name, "link", "set", ns_link, "up"), ("-n", name, "link", "set", "lo", "up"))
+        for step in after:
+            _step(name, step)
         yield HostNamespace(name, host_address, address)
     finally:
         _delete(name, host_link)
+
+
+def _step(name: str, step: tuple[str, ...]) -> None:
+    if _ip(*step).returncode != 0:
+        raise NamespaceUnavailable(f"ip {step[0]} {step[1]} failed while setting up namespace {name}")
 
 
 @contextmanager

@@ -4,6 +4,8 @@ which isolation ran."""
 
 from __future__ import annotations
 
+import ipaddress
+import os
 import subprocess
 from pathlib import Path
 
@@ -37,7 +39,7 @@ def test_the_resumed_worker_reaches_the_proxy_from_its_own_namespace_address(tmp
         assert namespace.name in _namespaces()
         result = RowRunner(family, row, bundled_sinks()["reference"], tmp_path / "row", 0).run()
         log = family.proxy.log()
-    assert result.verdict == "PASS", result.reasons
+    assert result.verdict == "PASS", (result.reasons, result.exit_codes)
     assert len(result.exit_codes) >= 2  # killed, then resumed by another host
     peers = _peers(log)
     assert "127.0.0.1" in peers  # the first host, in the harness's own network
@@ -64,3 +66,22 @@ def test_a_namespace_left_by_a_killed_harness_is_removed() -> None:
         assert name not in _namespaces()
     finally:
         subprocess.run(["ip", "netns", "del", name], check=False, capture_output=True)
+
+
+@needs_netns
+def test_a_subnet_some_interface_already_holds_is_never_handed_out_again() -> None:
+    # Linux accepts the same address on two interfaces and then routes one namespace's replies into
+    # the other, so the allocator itself must skip every /30 the host already uses.
+    from certification.netns import _free_subnet
+
+    first_host, _ = _free_subnet(0)
+    link = f"rpt{os.getpid() % 100000}"
+    subprocess.run(["ip", "link", "add", link, "type", "veth", "peer", "name", f"{link}p"],
+                   check=True, capture_output=True)
+    try:
+        subprocess.run(["ip", "addr", "add", f"{first_host}/30", "dev", link], check=True, capture_output=True)
+        second_host, second_address = _free_subnet(0)
+        assert int(ipaddress.ip_address(second_host)) // 4 != int(ipaddress.ip_address(first_host)) // 4
+        assert int(ipaddress.ip_address(second_address)) // 4 == int(ipaddress.ip_address(second_host)) // 4
+    finally:
+        subprocess.run(["ip", "link", "del", link], check=False, capture_output=True)
