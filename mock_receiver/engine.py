@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import sqlite3
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
 
 from mock_receiver.behaviour import AsyncSpec, MutationKind, RecordResults, RejectRowsAction, ResourceSpec
-from mock_receiver.canonical import multiset_digest, value_text
+from mock_receiver.canonical import MultisetSum, multiset_digest, value_text
 from mock_receiver.faults import rejected_by_action
 from mock_receiver.ledger import Txn
 from mock_receiver.payloads import Submission
@@ -109,6 +110,13 @@ class EffectInput:
     """False under ``storage: ledger_only``: the effect records count and digest only."""
 
 
+def _sum_state(accepted: Sequence[tuple[str, bytes]]) -> str:
+    accumulator = MultisetSum()
+    for _, encoded in accepted:
+        accumulator.add(encoded)
+    return accumulator.state()
+
+
 def apply_effect(txn: Txn, effect: EffectInput, now: float) -> int:
     replaced = 0
     if effect.spec.mutation is MutationKind.PARTITION_REPLACE:
@@ -120,13 +128,13 @@ def apply_effect(txn: Txn, effect: EffectInput, now: float) -> int:
     cursor = txn.conn.execute(
         "INSERT INTO effects (request_id, receipt_id, job_id, resource, mutation, scope_start, scope_end, "
         "mutation_key, idempotency_key, payload_digest, accepted_rows, rejected_rows, replaced_rows, "
-        "reported_accepted_rows, reported_rejected_rows, content_digest, applied_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "reported_accepted_rows, reported_rejected_rows, content_digest, applied_at, content_sum) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (effect.request_id, effect.receipt_id, effect.job_id, effect.resource, effect.spec.mutation.value,
          effect.scope.start, effect.scope.end, effect.mutation_key, effect.idempotency_key,
          effect.payload_digest, len(effect.accepted), effect.rejected_rows, replaced,
          effect.reported_accepted, effect.reported_rejected,
-         multiset_digest(encoded for _, encoded in effect.accepted), now))
+         multiset_digest(encoded for _, encoded in effect.accepted), now, _sum_state(effect.accepted)))
     effect_id = cursor.lastrowid
     assert effect_id is not None
     if effect.keep_rows:

@@ -84,7 +84,8 @@ CREATE TABLE IF NOT EXISTS effects (
     reported_accepted_rows INTEGER NOT NULL,
     reported_rejected_rows INTEGER NOT NULL,
     content_digest TEXT NOT NULL,
-    applied_at REAL NOT NULL
+    applied_at REAL NOT NULL,
+    content_sum TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS effects_mutation_key ON effects (mutation_key);
 CREATE INDEX IF NOT EXISTS effects_resource ON effects (resource);
@@ -184,6 +185,9 @@ class Ledger:
         columns = {row[1] for row in self.conn.execute("PRAGMA table_info(requests)")}
         if "response_delivered" not in columns:  # a ledger written before the column existed
             self.conn.execute("ALTER TABLE requests ADD COLUMN response_delivered TEXT NOT NULL DEFAULT 'unknown'")
+        if "content_sum" not in {row[1] for row in self.conn.execute("PRAGMA table_info(effects)")}:
+            # '' = not known: a ledger-only summary over such an effect is refused, never guessed
+            self.conn.execute("ALTER TABLE effects ADD COLUMN content_sum TEXT NOT NULL DEFAULT ''")
         self.conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('format', ?)", (LEDGER_FORMAT,))
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ledger-writer")
         self._pending: list[tuple[Callable[[Txn], Any], asyncio.Future[Any]]] = []
