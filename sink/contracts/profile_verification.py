@@ -18,7 +18,7 @@ from sink.contracts._base import ContractModel, contract_error
 from sink.contracts.profile_ack import Extractor
 from sink.contracts.symbols import TemplateLocation, template_symbols
 
-SUMMARY_DIGEST_SCHEMES = ("mock-receiver.rows.v1",)
+SUMMARY_DIGEST_SCHEMES = ("mock-receiver.rows.v1", "mock-receiver.rows.v2")
 MAX_SUMMARY_QUERY = 8
 
 
@@ -28,7 +28,7 @@ class SummaryQuery(ContractModel):
     query: dict[str, str] = Field(default_factory=dict)
     row_count: Extractor
     content_digest: Extractor
-    digest_scheme: Literal["mock-receiver.rows.v1"]
+    digest_scheme: Literal["mock-receiver.rows.v1", "mock-receiver.rows.v2"]
 
     @field_validator("path")
     @classmethod

@@ -5,38 +5,55 @@ for its content digest. The sink computes the expected digest of the rows it sea
 the receiver's published specification (docs/mock-receiver.md, "Canonical row form and digests"),
 not from the receiver's code: two independent implementations must agree for verification to pass.
 
-``mock-receiver.rows.v1``: every value reduced to text (string as is, true/false, integers in
-decimal, null distinct from the empty string); a row is a 4-byte field count then, per key in
-code-point order, the framed key and ``N`` or ``S`` + framed text; the digest is SHA-256 over the
-framed scheme label and every framed row encoding in ascending byte order (a multiset: row order
-does not matter). ``frame(x)`` is an 8-byte big-endian length followed by ``x``.
+Both schemes share the row encoding: every value reduced to text (string as is, true/false,
+integers in decimal, an integral float below 2^53 as an integer and any other float as Python
+``repr``, null distinct from the empty string); a row is a 4-byte field count then, per key in
+code-point order, the framed key and ``N`` or ``S`` + framed text. ``frame(x)`` is an 8-byte
+big-endian length followed by ``x``.
+
+* ``mock-receiver.rows.v1``: SHA-256 over the framed label and every framed row encoding in
+  ascending byte order. A multiset, but computing it means holding and sorting every row.
+* ``mock-receiver.rows.v2``: each row's term is SHA-256(frame(label) || frame(encoding)) read as a
+  256-bit big-endian integer; the digest is SHA-256(frame(label) || 8-byte row count || the sum of
+  the terms mod 2^256 as 32 bytes). One pass, constant memory, and sums of disjoint parts (the
+  days of a frozen parent) add up to the sum of the whole, so a child's expected digest is
+  composed from per-day sums computed once when the parent was frozen.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
-from sink.contracts.transport import JsonScalar
-
+WireValue = str | int | float | bool | None
+"""A value as the receiver decodes it from the wire (JSON numbers may be floats)."""
 MOCK_RECEIVER_ROWS_V1 = "mock-receiver.rows.v1"
+MOCK_RECEIVER_ROWS_V2 = "mock-receiver.rows.v2"
+_MODULUS = 1 << 256
+_V2_LABEL = len(MOCK_RECEIVER_ROWS_V2).to_bytes(8, "big") + MOCK_RECEIVER_ROWS_V2.encode()
 
 
 def _frame(data: bytes) -> bytes:
     return len(data).to_bytes(8, "big") + data
 
 
-def _text(value: JsonScalar) -> str | None:
+def _text(value: WireValue) -> str | None:
     if value is None:
         return None
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
         return str(value)
+    if isinstance(value, float):
+        if math.isfinite(value) and value.is_integer() and abs(value) < 2**53:
+            return str(int(value))
+        return repr(value)
     return value
 
 
-def encode_row(row: Mapping[str, JsonScalar]) -> bytes:
+def encode_row(row: Mapping[str, WireValue]) -> bytes:
     out = bytearray(len(row).to_bytes(4, "big"))
     for key in sorted(row):
         out += _frame(key.encode("utf-8"))
@@ -45,9 +62,39 @@ def encode_row(row: Mapping[str, JsonScalar]) -> bytes:
     return bytes(out)
 
 
-def rows_digest(rows: Iterable[Mapping[str, JsonScalar]], scheme: str = MOCK_RECEIVER_ROWS_V1) -> str:
+@dataclass(frozen=True, slots=True)
+class RowsSum:
+    """The state of a ``mock-receiver.rows.v2`` digest: row count and sum of terms mod 2^256."""
+
+    count: int = 0
+    total: int = 0
+
+    def __add__(self, other: RowsSum) -> RowsSum:
+        return RowsSum(self.count + other.count, (self.total + other.total) % _MODULUS)
+
+    def hex(self) -> str:
+        return f"{self.total:064x}"
+
+    def digest(self) -> str:
+        final = hashlib.sha256(_V2_LABEL + self.count.to_bytes(8, "big") + self.total.to_bytes(32, "big"))
+        return "sha256:" + final.hexdigest()
+
+
+def rows_sum(rows: Iterable[Mapping[str, WireValue]]) -> RowsSum:
+    count = total = 0
+    for row in rows:
+        encoded = encode_row(row)
+        term = hashlib.sha256(_V2_LABEL + len(encoded).to_bytes(8, "big") + encoded).digest()
+        total += int.from_bytes(term, "big")
+        count += 1
+    return RowsSum(count, total % _MODULUS)
+
+
+def rows_digest(rows: Iterable[Mapping[str, WireValue]], scheme: str = MOCK_RECEIVER_ROWS_V1) -> str:
     """The scheme's digest of ``rows`` as the receiver will hold them (values as sent on the wire:
     text for CSV payloads, JSON scalars for JSON payloads)."""
+    if scheme == MOCK_RECEIVER_ROWS_V2:
+        return rows_sum(rows).digest()
     if scheme != MOCK_RECEIVER_ROWS_V1:
         raise ValueError(f"unknown summary digest scheme {scheme!r}")
     hasher = hashlib.sha256(_frame(scheme.encode()))

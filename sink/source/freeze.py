@@ -31,6 +31,8 @@ from sink.artifacts.port import ImmutableArtifactPort
 from sink.contracts.errors import DeliveryError, ErrorCode
 from sink.contracts.planning import DayBucket
 from sink.payload.encoding import EncodeError, RowEncoder
+from sink.payload.summary_digest import rows_sum
+from sink.payload.wire_rows import csv_header_known, receiver_rows
 from sink.source.errors import SourceError
 from sink.source.normalize import RowNormalizer
 from sink.source.port import SourceSnapshot, SourceSnapshotPort
@@ -56,6 +58,9 @@ class DaySlice:
     row_start: int
     byte_start: int
     digest: str
+    rows_sum: str = ""
+    """The day's ``mock-receiver.rows.v2`` sum (64 hex digits) of its rows as the receiver reads
+    them; "" where a day alone has no such reading (a header-less CSV dialect)."""
 
     def bucket(self) -> DayBucket:
         return DayBucket(self.day, self.rows, self.decoded_bytes, self.row_start)
@@ -148,7 +153,7 @@ def freeze(
             source_version = snapshot.finish()
             failpoint("freeze.source_read")
             slices: list[DaySlice] = []
-            rows_ref = store.put(_rows_stream(spill, days, slices))
+            rows_ref = store.put(_rows_stream(spill, days, slices, encoder))
             failpoint("freeze.rows_durable")
         finally:
             spill.close()
@@ -172,7 +177,8 @@ def freeze(
         "content_digest": rows_ref.digest,
         "fixed_overhead_bytes": overhead,
         "days": [{"day": d.day.isoformat(), "rows": d.rows, "decoded_bytes": d.decoded_bytes,
-                  "row_start": d.row_start, "byte_start": d.byte_start, "digest": d.digest} for d in slices],
+                  "row_start": d.row_start, "byte_start": d.byte_start, "digest": d.digest,
+                  "rows_sum": d.rows_sum} for d in slices],
         "complete": True,
     }
     manifest = put_document(store, document)
@@ -209,7 +215,16 @@ def _read(snapshot: SourceSnapshot, normalizer: RowNormalizer, encoder: RowEncod
     return outside
 
 
-def _rows_stream(spill: _Spill, days: list[date], slices: list[DaySlice]) -> Iterator[bytes]:
+def _day_sum(encoder: RowEncoder, rows: list[bytes]) -> str:
+    # Computed here, where the day's rows are already in memory, so that verifying a child costs
+    # one addition per day instead of a second decoding pass over its payload.
+    fmt, prefix = encoder.encoding.format, encoder.prefix()
+    if not csv_header_known(fmt, prefix):
+        return ""
+    return rows_sum(receiver_rows(fmt, prefix, (row.decode("utf-8") for row in rows))).hex()
+
+
+def _rows_stream(spill: _Spill, days: list[date], slices: list[DaySlice], encoder: RowEncoder) -> Iterator[bytes]:
     row_start = 0
     byte_start = 0
     buffer = bytearray()
@@ -224,7 +239,8 @@ def _rows_stream(spill: _Spill, days: list[date], slices: list[DaySlice]) -> Ite
             if len(buffer) >= _CHUNK:
                 yield bytes(buffer)
                 buffer.clear()
-        slices.append(DaySlice(day, len(rows), size, row_start, byte_start, "sha256:" + hasher.hexdigest()))
+        slices.append(DaySlice(day, len(rows), size, row_start, byte_start, "sha256:" + hasher.hexdigest(),
+                               _day_sum(encoder, rows)))
         row_start += len(rows)
         byte_start += size
     if buffer:
@@ -241,7 +257,8 @@ def parent_from_document(digest: str, document: dict[str, Any]) -> FrozenParent:
         scope_from=date.fromisoformat(scope["from"]),
         scope_to=date.fromisoformat(scope["to"]),
         days=tuple(DaySlice(date.fromisoformat(d["day"]), int(d["rows"]), int(d["decoded_bytes"]),
-                            int(d["row_start"]), int(d["byte_start"]), str(d["digest"])) for d in document["days"]),
+                            int(d["row_start"]), int(d["byte_start"]), str(d["digest"]), str(d.get("rows_sum", "")))
+                    for d in document["days"]),
         fixed_overhead_bytes=int(document["fixed_overhead_bytes"]),
         source_version=str(document["source"]["version"]),
     )

@@ -37,7 +37,7 @@ from sink.journal.records import (
 from sink.journal.sqlite.adapter import SqliteJournal, open_sqlite_journal
 from sink.runtime.backoff import DigestJitter
 from sink.runtime.ports import SupervisorConfig, SupervisorPorts
-from sink.runtime.summary_digest import rows_digest
+from sink.payload.summary_digest import rows_digest
 from sink.runtime.verification import ExpectedDelivery
 from sink.transport import HttpxRestTransport, NoAuth
 
