@@ -13,7 +13,7 @@ from pathlib import Path
 
 AREAS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("journal", ("/sink/journal/", "sqlite3", "fsync", "/sink/runtime/journal_moves")),
-    ("verification", ("/sink/runtime/summary_digest", "/sink/runtime/verification")),
+    ("verification", ("/sink/payload/summary_digest", "/sink/payload/wire_rows", "/sink/runtime/verification")),
     ("transport", ("/sink/transport/", "/httpx/", "/httpcore/", "/h11/", "socket", "'send", "'recv", "ssl")),
     ("source_and_sealing", ("/sink/source/", "/sink/payload/", "/sink/preparation/", "/sink/planning/")),
     ("artifacts", ("/sink/artifacts/",)),

@@ -93,7 +93,7 @@ def test_profile_areas() -> None:
     assert profile_split.area_of("/x/sink/journal/sqlite.py", "commit") == "journal"
     assert profile_split.area_of("~", "<method 'execute' of 'sqlite3.Connection' objects>") == "journal"
     assert profile_split.area_of("/v/site-packages/httpcore/_sync/http11.py", "_send") == "transport"
-    assert profile_split.area_of("/x/sink/runtime/summary_digest.py", "rows_digest") == "verification"
+    assert profile_split.area_of("/x/sink/payload/summary_digest.py", "rows_digest") == "verification"
     assert profile_split.area_of("/x/typer/main.py", "main") == "startup_and_other"
 
 

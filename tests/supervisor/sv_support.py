@@ -35,9 +35,9 @@ from sink.journal.records import (
     TransitionRequest,
 )
 from sink.journal.sqlite.adapter import SqliteJournal, open_sqlite_journal
+from sink.payload.summary_digest import rows_digest
 from sink.runtime.backoff import DigestJitter
 from sink.runtime.ports import SupervisorConfig, SupervisorPorts
-from sink.payload.summary_digest import rows_digest
 from sink.runtime.verification import ExpectedDelivery
 from sink.transport import HttpxRestTransport, NoAuth
 
