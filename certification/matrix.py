@@ -25,6 +25,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from certification.checkers import Counters, check
+from certification.exercise import exercise_problems
 from certification.history import History, SinkReport
 from certification.netns import NAMESPACE_MODE, PROCESS_MODE, HostNamespace, host_namespace, relay
 from certification.observe import build_history, unit_name
@@ -220,6 +221,7 @@ class RowRunner:
                     "NOT_CAUGHT", ("a baseline that must duplicate here did not: the fault was not real",))
             return "OBSERVED", ()
         reasons = [f"{name} = {value}" for name, value in counters.as_dict().items() if value]
+        reasons.extend(exercise_problems(self.row.fault.type, tuple(report.exit_code for report in history.reports)))
         if self.row.expect.reference == "completed":
             applied = {effect.unit for effect in history.effects}
             if history.reports[-1].exit_code != 0:
