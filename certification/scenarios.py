@@ -24,7 +24,7 @@ BUNDLED = Path(__file__).resolve().parents[1] / "scenarios" / "matrix"
 Expectation = Literal["completed", "safe"]
 FailpointKind = Literal["prepare", "journal", "submit", "poll", "summary"]
 _ASYNC_ONLY_WRITES = frozenset({"record_continuation", "record_observation", "record_poll_result"})
-_NEVER_HIT_WRITES = frozenset({"admit_parent", "record_retry_abandoned"})
+_NEVER_HIT_WRITES = frozenset({"record_retry_abandoned"})
 
 
 class _Closed(BaseModel):

@@ -124,8 +124,9 @@ async def _run(primary: _PrimaryServer, companion: _CompanionServer | None, host
             break
         await asyncio.sleep(0.02)
     else:
-        data_url = f"{'https' if tls else 'http'}://{host}:{_bound_port(primary)}"
-        admin_url = f"http://{host}:{_bound_port(companion)}" if companion is not None else data_url
+        authority = f"[{host}]" if ":" in host else host  # an IPv6 literal is bracketed in a URL (RFC 3986)
+        data_url = f"{'https' if tls else 'http'}://{authority}:{_bound_port(primary)}"
+        admin_url = f"http://{authority}:{_bound_port(companion)}" if companion is not None else data_url
         endpoints = {"event": "listening", "data_url": data_url, "admin_url": admin_url}
         if tls is not None:
             endpoints.update({"tls_dir": str(tls.directory.resolve()), "ca_file": str(tls.ca_file.resolve())})

@@ -53,7 +53,8 @@ class ToxiproxyHandle:
 
     @property
     def api_url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        host = f"[{self.host}]" if ":" in self.host else self.host  # IPv6 literal: bracketed (RFC 3986)
+        return f"http://{host}:{self.port}"
 
     def stop(self, timeout: float = 5.0) -> None:
         if self._thread is not None:

@@ -53,13 +53,32 @@ def _text(value: WireValue) -> str | None:
     return value
 
 
+_KEY_FRAMES: dict[str, bytes] = {}
+_KEY_FRAMES_MAX = 4096
+"""Framed column names, cached: a day's rows repeat the same few keys (bounded, so that hostile
+keys cannot grow it without limit)."""
+
+
+def _framed_key(key: str) -> bytes:
+    framed = _KEY_FRAMES.get(key)
+    if framed is None:
+        framed = _frame(key.encode("utf-8"))
+        if len(_KEY_FRAMES) < _KEY_FRAMES_MAX:
+            _KEY_FRAMES[key] = framed
+    return framed
+
+
 def encode_row(row: Mapping[str, WireValue]) -> bytes:
-    out = bytearray(len(row).to_bytes(4, "big"))
+    parts = [len(row).to_bytes(4, "big")]
     for key in sorted(row):
-        out += _frame(key.encode("utf-8"))
-        text = _text(row[key])
-        out += b"N" if text is None else b"S" + _frame(text.encode("utf-8"))
-    return bytes(out)
+        value = row[key]
+        text = value if type(value) is str else _text(value)
+        if text is None:
+            parts += (_framed_key(key), b"N")
+        else:
+            data = text.encode("utf-8")
+            parts += (_framed_key(key), b"S", len(data).to_bytes(8, "big"), data)
+    return b"".join(parts)
 
 
 @dataclass(frozen=True, slots=True)

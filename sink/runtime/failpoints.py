@@ -32,7 +32,6 @@ __all__ = [
 ]
 
 JOURNAL_WRITES: tuple[str, ...] = (
-    "admit_parent",
     "record_sealed",
     "acquire_lease",
     "publish_marker",
@@ -46,7 +45,9 @@ JOURNAL_WRITES: tuple[str, ...] = (
     "promote_frontier",
     "release_lease",
 )
-"""The supervisor's durable writes, in the order one child meets them."""
+"""The supervisor's durable writes, in the order one child meets them. The admission of a parent
+is not among them: preparation names its crash points (``admit.root_published`` before the
+journal write, ``admit.committed`` after it), and a name no code reaches would only arm nothing."""
 
 REQUEST_KINDS: tuple[str, ...] = ("submit", "poll", "summary")
 REQUEST_BOUNDARIES: tuple[str, ...] = (
