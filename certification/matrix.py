@@ -25,7 +25,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from certification.checkers import Counters, check
-from certification.exercise import exercise_problems
+from certification.exercise import KILLED, exercise_problems
 from certification.history import History, SinkReport
 from certification.netns import NAMESPACE_MODE, PROCESS_MODE, HostNamespace, host_namespace, relay
 from certification.observe import build_history, unit_name
@@ -136,16 +136,16 @@ class RowRunner:
         self.unit_of = {(c["scope_from"], c["scope_to"]): unit_name(c["scope_from"], c["scope_to"])
                         for c in family.bundle["children"]}
 
-    def _invocation(self, template: tuple[str, ...], host: int, **extra: str) -> Invocation:
+    def _invocation(self, template: tuple[str, ...], host: int, *, armed: bool = False, **extra: str) -> Invocation:
         values = {**self.values, "worker_id": f"{self.sink.name}-host{host}", **extra}
-        env = _env({"RESTPROOF_FAILPOINT": self.row.fault.point} if host == 1 and self.row.fault.point else None)
+        env = _env({"RESTPROOF_FAILPOINT": self.row.fault.point} if armed and self.row.fault.point else None)
         namespace = self.family.namespace
         prefix = namespace.prefix() if namespace is not None and host > 1 else ()  # another host, another address
         return Invocation((*prefix, *render(template, values)), self.work / f"host{host}", env)
 
     def _first_run(self) -> Finished:
         fault, proxy = self.row.fault, self.family.proxy
-        launched = Launched(self._invocation(self.sink.run, 1))
+        launched = Launched(self._invocation(self.sink.run, 1, armed=True))
         if fault.type == "proxy" and fault.rule is not None:
             try:
                 proxy.add_rule(fault.rule)
@@ -185,7 +185,10 @@ class RowRunner:
             if finishes[-1].exit_code == 0 or self.sink.recover is None:
                 break
             time.sleep(LEASE_WAIT_S)
-            finishes.append(Launched(self._invocation(self.sink.recover, host)).go_and_wait())
+            # A crash point stays armed until a run dies on it: an async child reaches its
+            # verification points only in the run that finds its job done, not in the first one.
+            armed = self.row.fault.type == "failpoint" and all(f.exit_code != KILLED for f in finishes)
+            finishes.append(Launched(self._invocation(self.sink.recover, host, armed=armed)).go_and_wait())
             host += 1
         if finishes[-1].exit_code == 4 and self.sink.operator is not None:
             if receiver is not None:

@@ -29,6 +29,7 @@ from mitmproxy import connection, http
 from mitmproxy.connection import ConnectionState
 from mitmproxy.net.http import status_codes
 
+from fault_proxy.orphan import forward_orphan
 from fault_proxy.request_log import FaultNote, RequestRecord
 from fault_proxy.rules import (
     CloseFault,
@@ -290,6 +291,10 @@ class FaultAddon:
         detail: dict[str, object] = {"hold_id": hold.hold_id, "decision": decision, "timed_out": timed_out}
         record.faults.append(FaultNote(rule_id, "hold", fault.phase, detail))
         if decision == "cut":
+            self._close(flow, fs)
+            return False
+        if _client_gone(flow) and fault.phase == "request":
+            await forward_orphan(flow.request, record)  # the bytes reach the receiver after all
             self._close(flow, fs)
             return False
         return not self._end_if_client_gone(flow, fs, "hold")

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 import threading
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from fp_harness import RunningProxy, Traced, entry_for, fresh, new_test_id, proxy, traced_request
+from fp_harness import TEST_ID, RunningProxy, Traced, entry_for, fresh, new_test_id, proxy, traced_request
 from typer.testing import CliRunner
 
 from fault_proxy.cli import app
@@ -253,3 +255,22 @@ def test_hold_at_response_then_release_delivers_the_receivers_answer(fresh: Runn
     assert box[0].response is not None and box[0].response.status_code == 200 and box[0].body_bytes == 16
     entry = entry_for(fresh, lambda e: e["path"] == f"/held/{tid}")
     assert entry["phase"] == "delivered" and entry["timestamps"]["release_response"] >= held["held_at"]
+
+
+def test_a_held_request_whose_client_died_still_reaches_the_receiver_when_released(fresh: RunningProxy) -> None:
+    # The zombie request: the worker is gone, its parked bytes are delivered after all.
+    fresh.control.add_rule({"fault": {"action": "hold", "phase": "request"}})
+    tid = new_test_id()
+    target = urlsplit(fresh.proxy_url)
+    body = b'{"row": 1}'
+    with socket.create_connection((target.hostname, target.port), timeout=5) as client:
+        client.sendall(f"POST /held/{tid} HTTP/1.1\r\nHost: {target.netloc}\r\n{TEST_ID}: {tid}\r\n"
+                       f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+        (held,) = fresh.control.wait_for_held()
+    assert fresh.upstream.saw(tid) == []  # parked, and now its client is gone
+    fresh.control.release(held["hold_id"])
+    (seen,) = fresh.upstream.wait_saw(tid)
+    assert seen.method == "POST" and seen.body_bytes == len(body)
+    entry = entry_for(fresh, lambda e: e["path"] == f"/held/{tid}" and e.get("upstream_status") is not None)
+    assert entry["forwarded"] == "yes" and entry["upstream_status"] == 200
+    assert "delivered the released request" in entry["error"]
