@@ -50,3 +50,19 @@ def test_a_missing_delivery_key_says_it_must_exclude_payload_and_digests() -> No
     doc["identities"]["entries"][_identity_index(doc, "delivery_key")]["name"] = "logical_key"
     messages = {f.message for f in _findings(doc, "identities")}
     assert "delivery_key must be defined and exclude payload and content digests" in messages
+
+
+def test_only_a_newly_promoted_tuple_must_advance_the_frontier() -> None:
+    # A move between two promoted tuples promotes nothing: the frontier watermark is not required.
+    doc = bundled_document()
+    doc["transitions"].append({
+        "id": "promoted_relabelled", "from": "finalized_accepted_full_promoted",
+        "to": "finalized_succeeded_full_promoted", "kind": "operator_only",
+        "cas_preconditions": ["revision_matches"], "advances": ["revision"],
+    })
+    where = f"/transitions/{len(doc['transitions']) - 1}/advances"
+    messages = [f.message for f in _findings(doc, "monotonic_fields") if f.location == where]
+    assert messages == []
+    doc["transitions"][-1]["from"] = "finalized_accepted_full_eligible"
+    messages = [f.message for f in _findings(doc, "monotonic_fields") if f.location == where]
+    assert "transition promoted_relabelled must advance checkpoint_frontier" in messages
