@@ -15,7 +15,7 @@ import hashlib
 import json
 import math
 import struct
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 Scalar = str | int | float | bool | None
 Row = Mapping[str, Scalar]
@@ -97,6 +97,13 @@ class MultisetSum:
         return f"{self.count}:{self.total:064x}"
 
     @classmethod
+    def of(cls, encoded_rows: Iterable[bytes]) -> MultisetSum:
+        accumulator = cls()
+        for encoded in encoded_rows:
+            accumulator.add(encoded)
+        return accumulator
+
+    @classmethod
     def from_state(cls, state: str) -> MultisetSum:
         count, total = state.split(":", 1)
         return cls(int(count), int(total, 16))
@@ -108,10 +115,13 @@ class MultisetSum:
 
 
 def multiset_sum_digest(encoded_rows: Iterable[bytes]) -> str:
-    accumulator = MultisetSum()
-    for encoded in encoded_rows:
-        accumulator.add(encoded)
-    return accumulator.digest()
+    return MultisetSum.of(encoded_rows).digest()
+
+
+def summary_digests(encoded_rows: Sequence[bytes]) -> dict[str, object]:
+    """The count and both content digests a summary reports for the rows it covers."""
+    return {"row_count": len(encoded_rows), "content_digest": multiset_digest(encoded_rows),
+            "content_digest_v2": multiset_sum_digest(encoded_rows)}
 
 
 def ordered_digest(encoded_rows: Iterable[bytes]) -> str:

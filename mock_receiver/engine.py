@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sqlite3
 import uuid
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
 
@@ -110,13 +109,6 @@ class EffectInput:
     """False under ``storage: ledger_only``: the effect records count and digest only."""
 
 
-def _sum_state(accepted: Sequence[tuple[str, bytes]]) -> str:
-    accumulator = MultisetSum()
-    for _, encoded in accepted:
-        accumulator.add(encoded)
-    return accumulator.state()
-
-
 def apply_effect(txn: Txn, effect: EffectInput, now: float) -> int:
     replaced = 0
     if effect.spec.mutation is MutationKind.PARTITION_REPLACE:
@@ -125,6 +117,7 @@ def apply_effect(txn: Txn, effect: EffectInput, now: float) -> int:
             "DELETE FROM rows WHERE resource = ? AND row_date >= ? AND row_date < ?",
             (effect.resource, effect.scope.start, effect.scope.end))
         replaced = cursor.rowcount
+    encoded_rows = [encoded for _, encoded in effect.accepted]
     cursor = txn.conn.execute(
         "INSERT INTO effects (request_id, receipt_id, job_id, resource, mutation, scope_start, scope_end, "
         "mutation_key, idempotency_key, payload_digest, accepted_rows, rejected_rows, replaced_rows, "
@@ -134,7 +127,7 @@ def apply_effect(txn: Txn, effect: EffectInput, now: float) -> int:
          effect.scope.start, effect.scope.end, effect.mutation_key, effect.idempotency_key,
          effect.payload_digest, len(effect.accepted), effect.rejected_rows, replaced,
          effect.reported_accepted, effect.reported_rejected,
-         multiset_digest(encoded for _, encoded in effect.accepted), now, _sum_state(effect.accepted)))
+         multiset_digest(encoded_rows), now, MultisetSum.of(encoded_rows).state()))
     effect_id = cursor.lastrowid
     assert effect_id is not None
     if effect.keep_rows:

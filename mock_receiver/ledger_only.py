@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from starlette.responses import JSONResponse, Response
 
-from mock_receiver.canonical import MultisetSum, multiset_digest
+from mock_receiver.canonical import MultisetSum, summary_digests
 from mock_receiver.engine import Scope
 from mock_receiver.ledger import Txn
 from mock_receiver.problems import ProblemError
@@ -31,8 +31,7 @@ def summary(txn: Txn, resource: str, scope: Scope) -> Response:
             else (-1, "", "")  # two appends to one scope: their rows are not one v1 digest
     body: dict[str, object] = {"resource": resource, "range_start": scope.start, "range_end": scope.end}
     if not live:
-        return JSONResponse({**body, "row_count": 0, "content_digest": multiset_digest([]),
-                             "content_digest_v2": MultisetSum().digest()})
+        return JSONResponse({**body, **summary_digests([])})
     only = live.get((scope.start or "", scope.end or ""))
     if len(live) == 1 and only is not None and only[0] >= 0 and only[2]:
         return JSONResponse({**body, "row_count": only[0], "content_digest": only[1],

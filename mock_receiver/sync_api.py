@@ -10,7 +10,7 @@ from starlette.responses import JSONResponse, Response
 
 from mock_receiver import ledger_only
 from mock_receiver.behaviour import Endpoint, FenceType, MutationKind, StatusAction
-from mock_receiver.canonical import bytes_digest, fields_digest, multiset_digest, multiset_sum_digest, ordered_digest
+from mock_receiver.canonical import bytes_digest, fields_digest, ordered_digest, summary_digests
 from mock_receiver.delivery import tracked
 from mock_receiver.engine import (
     EffectInput,
@@ -195,9 +195,7 @@ class _SyncRequest:
         self.record.status, self.record.outcome = 200, "current_state"
         txn.record_request(self.record, now)
         return JSONResponse({"resource": self.resource, "range_start": self.scope.start,
-                             "range_end": self.scope.end, "row_count": len(rows),
-                             "content_digest": multiset_digest(rows),
-                             "content_digest_v2": multiset_sum_digest(rows)},
+                             "range_end": self.scope.end, **summary_digests(rows)},
                             headers={"Idempotent-Replayed": "current-state"})
 
     def _answer_existing(self, txn: Txn, stored: sqlite3.Row, digest: str, now: float, *,
@@ -315,7 +313,6 @@ async def resource_summary(request: Request) -> Response:
             return ledger_only.summary(txn, resource, scope)
         rows = txn.applied_rows(resource, scope.start, scope.end)
         return JSONResponse({"resource": resource, "range_start": scope.start, "range_end": scope.end,
-                             "row_count": len(rows), "content_digest": multiset_digest(rows),
-                             "content_digest_v2": multiset_sum_digest(rows)})
+                             **summary_digests(rows)})
 
     return await receiver.ledger.run(work)

@@ -24,6 +24,7 @@ from typing import Literal
 
 import httpx
 
+from fault_proxy.tcp.addresses import join_host_port
 from fault_proxy.tcp.server import READY_PREFIX, BuiltinServerThread
 
 ENV_SERVER = "TOXIPROXY_SERVER"
@@ -53,8 +54,7 @@ class ToxiproxyHandle:
 
     @property
     def api_url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host  # IPv6 literal: bracketed (RFC 3986)
-        return f"http://{host}:{self.port}"
+        return f"http://{join_host_port(self.host, self.port)}"
 
     def stop(self, timeout: float = 5.0) -> None:
         if self._thread is not None:

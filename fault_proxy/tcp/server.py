@@ -16,6 +16,7 @@ from collections.abc import Callable
 import uvicorn
 
 from fault_proxy.asgi_server import NoSignalServer
+from fault_proxy.tcp.addresses import join_host_port
 from fault_proxy.tcp.api import create_app
 from fault_proxy.tcp.engine import ProxyRegistry
 
@@ -54,9 +55,8 @@ async def serve(host: str, port: int, *, seed: int | None = None,
                 raise ServerStartError(f"could not start the API server on {host}:{port}")
             await asyncio.sleep(_STARTUP_POLL_S)
         bound_port = listener.getsockname()[1]
-        url_host = f"[{host}]" if ":" in host else host
         if on_ready is not None:
-            on_ready(f"http://{url_host}:{bound_port}")
+            on_ready(f"http://{join_host_port(host, bound_port)}")
         if stop_event is None:
             await task
         else:

@@ -32,11 +32,13 @@ WireValue = str | int | float | bool | None
 MOCK_RECEIVER_ROWS_V1 = "mock-receiver.rows.v1"
 MOCK_RECEIVER_ROWS_V2 = "mock-receiver.rows.v2"
 _MODULUS = 1 << 256
-_V2_LABEL = len(MOCK_RECEIVER_ROWS_V2).to_bytes(8, "big") + MOCK_RECEIVER_ROWS_V2.encode()
 
 
 def _frame(data: bytes) -> bytes:
     return len(data).to_bytes(8, "big") + data
+
+
+_V2_LABEL = _frame(MOCK_RECEIVER_ROWS_V2.encode())
 
 
 def _text(value: WireValue) -> str | None:
@@ -102,8 +104,7 @@ class RowsSum:
 def rows_sum(rows: Iterable[Mapping[str, WireValue]]) -> RowsSum:
     count = total = 0
     for row in rows:
-        encoded = encode_row(row)
-        term = hashlib.sha256(_V2_LABEL + len(encoded).to_bytes(8, "big") + encoded).digest()
+        term = hashlib.sha256(_V2_LABEL + _frame(encode_row(row))).digest()
         total += int.from_bytes(term, "big")
         count += 1
     return RowsSum(count, total % _MODULUS)

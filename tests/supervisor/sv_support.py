@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +39,7 @@ from sink.runtime.backoff import DigestJitter
 from sink.runtime.ports import SupervisorConfig, SupervisorPorts
 from sink.runtime.verification import ExpectedDelivery
 from sink.transport import HttpxRestTransport, NoAuth
+from sink.transport.body import BytesBody
 
 REPO = Path(__file__).resolve().parents[2]
 ADMIN = {"X-Restproof-Admin": "1"}
@@ -138,23 +138,6 @@ def sync_plan() -> CompiledPlan:
 def sync_profile(*, summary: bool = True) -> OperationProfile:
     profile = sync_plan().operation
     return profile.model_copy(update={"verification": SUMMARY if summary else None})
-
-
-class BytesBody:
-    def __init__(self, data: bytes) -> None:
-        self._data = data
-
-    @property
-    def length(self) -> int:
-        return len(self._data)
-
-    @property
-    def digest(self) -> str:
-        return "sha256:" + hashlib.sha256(self._data).hexdigest()
-
-    def chunks(self) -> Iterator[bytes]:
-        for start in range(0, len(self._data), 65536):
-            yield self._data[start:start + 65536]
 
 
 @dataclass(frozen=True)
