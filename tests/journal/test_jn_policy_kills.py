@@ -32,7 +32,7 @@ from jn_builders import (
 
 from sink.bounded_yaml import load_bounded_yaml_file
 from sink.contracts.errors import DeliveryError, ErrorCode
-from sink.contracts.state import ExecutionState, RemoteEffect
+from sink.contracts.state import AcknowledgementState, CheckpointState, ExecutionState, RemoteEffect
 from sink.design.query import BUNDLED_CONTRACT, DesignContract, load_design_contract
 from sink.journal.frontier import contiguous_frontier
 from sink.journal.interval_map import bounding_scope, highest_overlapping
@@ -221,6 +221,41 @@ def test_promotion_needs_an_automatic_contract_transition(tmp_path: Path, change
         assert journal.get_operation(eligible.operation_id) == eligible
         stored = journal.get_parent(parent_id)
         assert stored is not None and stored.frontier_order is None
+    finally:
+        journal.close()
+
+
+def _contract_with_a_transition_between_promoted_tuples() -> DesignContract:
+    """The bundled contract plus one automatic transition that leaves a PROMOTED checkpoint
+    PROMOTED (the receiver's receipt of a promoted child expires later)."""
+    document = load_bounded_yaml_file(BUNDLED_CONTRACT)
+    document["transitions"].append({
+        "id": "promoted_receipt_expired", "from": "finalized_succeeded_full_promoted",
+        "to": "finalized_expired_full_promoted", "kind": "automatic",
+        "cas_preconditions": ["revision_matches"], "advances": ["revision"],
+    })
+    return DesignContract(document)
+
+
+def test_a_transition_that_stays_promoted_is_not_a_promotion(tmp_path: Path) -> None:
+    """Only a transition *into* PROMOTED must go through promote_frontier: one between two
+    PROMOTED tuples jumps no gap, and the plain transition path applies it."""
+    markers = FileMarkerStore(tmp_path / "markers")
+    journal = open_sqlite_journal(tmp_path / "j.sqlite3", markers=markers,
+                                  contract=_contract_with_a_transition_between_promoted_tuples())
+    try:
+        journal.configure_capacity(CAPACITY, 4)
+        admitted = journal.admit_parent(week_parent("route-1", weeks=1))
+        eligible = apply_fully(journal, markers, admitted.children[0])
+        parent_id = admitted.parent.parent_id
+        take_lease(journal, LeaseKind.CHECKPOINT, parent_id, owner="ck")
+        assert journal.promote_frontier(parent_id, lease_owner="ck").promoted_operation_ids == (eligible.operation_id,)
+        promoted = journal.get_operation(eligible.operation_id)
+        assert promoted is not None and promoted.axes.checkpoint_state is CheckpointState.PROMOTED
+        late = step(journal, promoted, "promoted_receipt_expired", lease_owner=None)
+        assert late.axes.checkpoint_state is CheckpointState.PROMOTED
+        assert late.axes.acknowledgement_state is AcknowledgementState.EXPIRED
+        assert late.revision == promoted.revision + 1
     finally:
         journal.close()
 
