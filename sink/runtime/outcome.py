@@ -26,7 +26,7 @@ class ChildOutcome:
     axes: StateTuple
     error_code: ErrorCode | None
     exit_class: ExitClass
-    scope: tuple[str, str] = ("", "")
+    scope: tuple[str, str]
     """The child's half-open effect scope [start, end) as stored."""
 
     def as_dict(self) -> dict[str, object]:
