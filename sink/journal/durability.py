@@ -29,8 +29,9 @@ NON_DURABLE_WARNING = (
     "never use this mode outside tests"
 )
 
-# PostgreSQL synchronous_commit levels, weakest first; a critical commit needs `on` or stronger.
-_SYNCHRONOUS_COMMIT_ORDER = ("off", "local", "remote_write", "on", "remote_apply")
+# PostgreSQL synchronous_commit levels that wait for the local WAL flush: `on` and the stronger
+# `remote_apply`. Everything else (off, local, remote_write, a value this code does not know) is refused.
+_DURABLE_SYNCHRONOUS_COMMIT = frozenset({"on", "remote_apply"})
 REQUIRED_SYNCHRONOUS_COMMIT = "on"
 # SQLite PRAGMA synchronous values: 0 OFF, 1 NORMAL, 2 FULL, 3 EXTRA.
 SQLITE_SYNCHRONOUS_FULL = 2
@@ -43,9 +44,7 @@ def check_postgres_settings(fsync: str, synchronous_commit: str, *, transaction:
             f"{transaction}: the journal server runs with fsync={fsync}; a committed grant could be lost "
             "on a crash, so it is refused (nothing was written)"
         )
-    level = synchronous_commit.strip().lower()
-    if level not in _SYNCHRONOUS_COMMIT_ORDER or _SYNCHRONOUS_COMMIT_ORDER.index(level) < \
-            _SYNCHRONOUS_COMMIT_ORDER.index(REQUIRED_SYNCHRONOUS_COMMIT):
+    if synchronous_commit.strip().lower() not in _DURABLE_SYNCHRONOUS_COMMIT:
         raise JournalDurabilityNotProven(
             f"{transaction}: synchronous_commit={synchronous_commit} is below "
             f"{REQUIRED_SYNCHRONOUS_COMMIT}; the critical commit is refused (nothing was written)"

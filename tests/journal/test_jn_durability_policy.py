@@ -12,6 +12,7 @@ from sink.journal.port import JournalDurabilityNotProven, UnavailableCode, Unava
 def test_synchronous_commit_below_on_is_refused(level: str) -> None:
     with pytest.raises(JournalDurabilityNotProven, match="synchronous_commit") as refused:
         check_postgres_settings("on", level, transaction="submit")
+    assert f"submit: synchronous_commit={level} is below on;" in str(refused.value)
     assert refused.value.code is UnavailableCode.DURABILITY_NOT_PROVEN
     assert refused.value.outcome is UnavailableOutcome.NOT_SENT and refused.value.exit_code == 3
 

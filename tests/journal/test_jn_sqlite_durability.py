@@ -55,6 +55,8 @@ def test_non_durable_mode_is_explicit_and_loud(tmp_path: Path, caplog: pytest.Lo
         journal = open_sqlite_journal(tmp_path / "j.db", markers=markers, durability=Durability.NON_DURABLE_TESTS_ONLY)
     try:
         assert NON_DURABLE_WARNING in caplog.text
+        assert NON_DURABLE_WARNING.startswith("journal opened NON-DURABLE (tests only)")
+        assert NON_DURABLE_WARNING.endswith("never use this mode outside tests")
         assert _synchronous(journal) == 0
         journal.configure_capacity(CAPACITY, 1)
         op = seal(journal, journal.admit_parent(week_parent("fast")).children[0])
