@@ -20,7 +20,15 @@ from sink.contracts.profile import OperationProfile
 from sink.contracts.transport import PreparedRequest, ResponseBounds, TimeoutVector, TransportOutcome
 from sink.design.query import load_design_contract
 from sink.journal.markers import FileMarkerStore, MarkerStore
-from sink.journal.records import FrontierResult, Lease, LeaseKind, LeaseRequest, OperationRow, TransitionRequest
+from sink.journal.records import (
+    FrontierResult,
+    Lease,
+    LeaseKind,
+    LeaseRequest,
+    OperationRow,
+    Receipt,
+    TransitionRequest,
+)
 from sink.journal.sqlite.adapter import SqliteJournal
 from sink.journal.step_records import SubmitGrant, SubmitRequest
 from sink.payload.summary_digest import rows_digest
@@ -54,9 +62,15 @@ class RecordingJournal(SqliteJournal):
     def __init__(self, path: Path, *, markers: MarkerStore, clock: JournalClock) -> None:
         super().__init__(path, markers=markers, clock=clock)
         self.writes: list[tuple[str, object]] = []
+        self.drop_sealing = False
+        """Lose every ``plan_sealed`` write (a journal that never advances: the step bound's case)."""
 
     def transition(self, request: TransitionRequest) -> OperationRow:
         self.writes.append(("transition", request))
+        if self.drop_sealing and request.transition_id == "plan_sealed":
+            current = self.get_operation(request.operation_id)
+            assert current is not None
+            return current
         return super().transition(request)
 
     def reserve_and_mark_submitting(self, request: SubmitRequest) -> SubmitGrant:
@@ -125,6 +139,35 @@ class ScriptedTransport:
 
     def gets(self) -> list[Sent]:
         return [s for s in self.sent if s.request.method == "GET"]
+
+
+class AsyncRequests(TestRequests):
+    """The test children's requests with a receipt poll (the async family)."""
+
+    def poll_request(self, operation: OperationRow, receipt: Receipt) -> PreparedRequest | None:
+        return PreparedRequest(method="GET", path_and_query=f"/mock/v1/dataset-jobs/{receipt.receipt_id}",
+                               semantic_headers=(), content_type=None, body=None,
+                               extract_pointers=("/phase", "/accepted_rows", "/rejected_rows"))
+
+
+class NoSummaryRequests(TestRequests):
+    def summary_request(self, operation: OperationRow) -> PreparedRequest | None:
+        return None
+
+
+def reads(children: list[TestChild], *, poll: TransportOutcome | None = None,
+          summary: Callable[[TestChild], TransportOutcome] | None = None) -> Answer:
+    """GET answers: a receipt poll gets ``poll``; a summary of a child's scope gets
+    ``summary(child)`` (default: exactly its rows)."""
+
+    def answer(request: PreparedRequest) -> TransportOutcome:
+        if "/dataset-jobs/" in request.path_and_query:
+            assert poll is not None, "no poll answer scripted"
+            return poll
+        child = next(c for c in children if f"range_start={c.day}&" in request.path_and_query)
+        return (summary or summary_of)(child)
+
+    return answer
 
 
 class StepClock:
@@ -209,18 +252,19 @@ class FastRig:
 def fast_rig(work: Path, transport: ScriptedTransport, *, days: tuple[str, ...] = ("2026-08-01",),
              profile: OperationProfile | None = None, worker: str = "worker-1",
              jitter: Callable[[str], JitterSource] | None = None, failpoints: Failpoints | None = None,
-             journal_clock: JournalClock | None = None, admitted: bool = True, **config: object) -> FastRig:
+             journal_clock: JournalClock | None = None, admitted: bool = True, rows_per_day: int = 3,
+             requests: type[TestRequests] = TestRequests, **config: object) -> FastRig:
     """A supervisor rig over a journal in ``work`` (shared by rigs built on the same directory)."""
     markers = FileMarkerStore(work / "markers")
     clock_of_journal = journal_clock or JournalClock()
     journal = RecordingJournal(work / "journal.sqlite3", markers=markers, clock=clock_of_journal)
     journal.configure_capacity("mock", 4)
-    children = children_for(list(days))
+    children = children_for(list(days), rows_per_day)
     points = failpoints or Failpoints()
     limiter = RecordingLimiter()
     clock = StepClock()
     ports = SupervisorPorts(
-        journal=journal, markers=markers, transport=transport, requests=TestRequests({c.key: c for c in children}),
+        journal=journal, markers=markers, transport=transport, requests=requests({c.key: c for c in children}),
         contract=CONTRACT, jitter_for=jitter or (lambda _: FixedJitter()), clock=clock, failpoint=points,
         limiter=limiter,
     )
