@@ -31,6 +31,7 @@ from rt_support import ASYNC_PROFILE, not_started, profile, response
 from sink.contracts.errors import ErrorCode, ExitClass
 from sink.contracts.profile import OperationProfile
 from sink.contracts.state import CheckpointState, ExecutionState, RemoteEffect
+from sink.contracts.transport import FailureKind, TransportPhase
 from sink.journal.records import LeaseKind, LeaseRequest
 from sink.runtime.journal_moves import facts_digest
 from sink.runtime.outcome import ChildStatus
@@ -292,3 +293,22 @@ def test_a_retry_wait_with_its_attempt_budget_spent_is_abandoned_without_a_send(
     assert len(rig.transport.posts()) == 1
     assert outcome.axes.execution_state is ExecutionState.FINALIZED
     assert outcome.axes.remote_effect is RemoteEffect.NONE_PROVEN
+
+
+@pytest.mark.parametrize("attempts, failure, exit_class", [
+    (3, FailureKind.CONNECT_ERROR, ExitClass.UNAVAILABLE),  # every attempt refused: the receiver is down
+    (1, FailureKind.CREDENTIAL_UNAVAILABLE, ExitClass.UNAVAILABLE),
+    (1, FailureKind.AUTHORITY_REFUSED, ExitClass.INVALID_INPUT),
+])
+def test_a_child_never_sent_exits_with_the_class_its_last_move_decided(
+    tmp_path: Path, attempts: int, failure: FailureKind, exit_class: ExitClass
+) -> None:
+    # docs/runtime-policies.md: request_not_started_final is exit 3 (2 for a refused authority),
+    # never 5, which claims a proven terminal receiver failure.
+    phase, steps = (TransportPhase.CONNECT, None) if failure is FailureKind.CONNECT_ERROR else (None, ())
+    refused = not_started(failure, phase) if steps is None else not_started(failure, phase, steps)
+    rig = _sync_rig(tmp_path, [refused] * attempts)
+    outcome = Supervisor(rig.ports, rig.config).drive(rig.row().operation_id)
+    assert rig.journal.transition_ids()[-1] == "request_not_started_final"
+    assert outcome.axes.remote_effect is RemoteEffect.NONE_PROVEN
+    assert (outcome.status, outcome.exit_class) == (ChildStatus.BLOCKED, exit_class)
