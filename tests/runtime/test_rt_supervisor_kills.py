@@ -26,18 +26,18 @@ from rt_ports import (
     reads,
     summary_of,
 )
-from rt_support import ASYNC_PROFILE, not_started, profile, response
+from rt_support import ASYNC_PROFILE, not_started, profile, reached_peer, response
 
 from sink.contracts.errors import ErrorCode, ExitClass
 from sink.contracts.profile import OperationProfile
 from sink.contracts.state import CheckpointState, ExecutionState, RemoteEffect
 from sink.contracts.transport import FailureKind, TransportPhase
-from sink.journal.records import LeaseKind, LeaseRequest
+from sink.journal.records import Actor, ActorKind, LeaseKind, LeaseRequest, TransitionRequest
 from sink.runtime.journal_moves import facts_digest
 from sink.runtime.outcome import ChildStatus
 from sink.runtime.rate_limiter import RateLimitWaitExceeded, RequestKind
 from sink.runtime.submit_step import SubmitStep
-from sink.runtime.supervisor import MAX_STEPS_PER_CHILD, TAKEOVER_PURPOSE, ParentOutcome, Supervisor, SupervisorDefect
+from sink.runtime.supervisor import MAX_STEPS_PER_CHILD, ParentOutcome, Supervisor, SupervisorDefect
 from tests.supervisor.sv_support import SUMMARY, admit, sync_profile
 
 TWO_DAYS = ("2026-08-01", "2026-08-02")
@@ -216,7 +216,8 @@ def test_a_child_that_never_settles_stops_at_the_step_bound(tmp_path: Path) -> N
     rig.journal.writes.clear()
     with pytest.raises(SupervisorDefect):
         Supervisor(rig.ports, rig.config).drive(rig.row().operation_id)
-    assert rig.journal.transition_ids() == ["plan_sealed"] * MAX_STEPS_PER_CHILD
+    assert MAX_STEPS_PER_CHILD == 64  # the documented bound, pinned: the import follows a change
+    assert rig.journal.transition_ids() == ["plan_sealed"] * 64
 
 
 def test_an_unknown_operation_is_a_supervisor_defect(tmp_path: Path) -> None:
@@ -240,9 +241,24 @@ def test_a_submitting_child_found_after_lease_expiry_is_recorded_unknown_never_r
     assert outcome.axes.remote_effect is RemoteEffect.UNKNOWN
     recorded = second.journal.transitions()
     assert [(t.transition_id, t.lease_owner, t.evidence_digest) for t in recorded] == [
-        ("request_outcome_unknown", "worker-2", facts_digest(TAKEOVER_PURPOSE, {"attempts": 1}))]
+        ("request_outcome_unknown", "worker-2", facts_digest("restproof.runtime.takeover", {"attempts": 1}))]
     assert second.transport.sent == [] and first.transport.sent == []
     assert (LeaseKind.MUTATION, row.operation_id, "worker-2") in second.journal.releases()
+
+
+def test_an_open_operator_reconciliation_stops_every_automatic_step(tmp_path: Path) -> None:
+    rig = _sync_rig(tmp_path, [reached_peer()] * 3)
+    lost = Supervisor(rig.ports, rig.config).drive(rig.row().operation_id)
+    assert lost.axes.remote_effect is RemoteEffect.UNKNOWN
+    row = rig.row()
+    operator = Actor(ActorKind.OPERATOR, "oncall-1", reconciliation_id="recon-1")
+    rig.journal.transition(TransitionRequest(row.operation_id, row.revision, "reconciliation_opened", actor=operator))
+    rig.journal.writes.clear()
+    sent = len(rig.transport.sent)
+    outcome = Supervisor(rig.ports, rig.config).drive(row.operation_id)
+    assert outcome.axes.execution_state is ExecutionState.VERIFYING
+    assert (outcome.status, outcome.exit_class) == (ChildStatus.BLOCKED, ExitClass.EFFECT_UNKNOWN_OR_MANUAL)
+    assert rig.journal.transitions() == [] and len(rig.transport.sent) == sent, "no verification, no request"
 
 
 def test_a_finished_child_never_releases_a_lease_another_worker_holds(tmp_path: Path) -> None:
