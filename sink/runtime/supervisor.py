@@ -74,7 +74,7 @@ class _Memory:
     receiver_reported_partial: bool = False
     error_code: ErrorCode | None = None
     exit_class: ExitClass | None = None
-    """The exit class the last move decided when no code implies one (a never-sent child: 3 or 2)."""
+    """The exit class the last move decided (a never-sent child: 3 or 2, which no code implies)."""
     retry_delay_ms: int = 0
 
 
@@ -126,7 +126,7 @@ class Supervisor:
                 # Finalized, or an operator reconciliation is open: nothing automatic remains.
                 self._release(row)
                 outcome = outcome_of(row, memory.error_code)
-                if outcome.error_code is None and memory.exit_class is not None:
+                if memory.exit_class is not None:  # a move with a code carries that code's own class
                     outcome = replace(outcome, exit_class=memory.exit_class)
                 return outcome
             if state is ExecutionState.PLANNED:
