@@ -116,7 +116,7 @@ class ScriptedTransport:
     def __init__(self, submits: list[Answer], read: Answer | None = None,
                  trace: tuple[str, ...] = ()) -> None:
         self._submits = list(submits)
-        self._read = read
+        self.read = read
         self._trace = trace
         self.sent: list[Sent] = []
 
@@ -127,7 +127,7 @@ class ScriptedTransport:
             for step in self._trace:
                 observer(step)
         if request.method == "GET":
-            answer = self._read
+            answer = self.read
         else:
             assert self._submits, "more mutations sent than scripted"
             answer = self._submits.pop(0)

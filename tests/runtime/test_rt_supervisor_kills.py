@@ -52,12 +52,12 @@ def _sync_rig(work: Path, submits: list, *, days: tuple[str, ...] = ("2026-08-01
     transport = ScriptedTransport(submits)
     rig = fast_rig(work, transport, days=days, profile=kwargs.pop("profile", None) or sync_profile(summary=summary),
                    **kwargs)  # type: ignore[arg-type]
-    transport._read = reads(rig.children)
+    transport.read = reads(rig.children)
     return rig
 
 
 def _with_summary_answers(rig: FastRig, **answers: object) -> None:
-    rig.transport._read = reads(rig.children, **answers)  # type: ignore[arg-type]
+    rig.transport.read = reads(rig.children, **answers)  # type: ignore[arg-type]
 
 
 def _async_profile() -> OperationProfile:
@@ -130,7 +130,7 @@ def test_an_async_child_pending_without_wait_stops_the_parent(tmp_path: Path) ->
 def test_async_children_run_one_after_the_other_when_waited_for(tmp_path: Path) -> None:
     transport = ScriptedTransport([_job("job-1"), _job("job-2")])
     rig = fast_rig(tmp_path, transport, days=TWO_DAYS, profile=_async_profile(), requests=AsyncRequests)
-    transport._read = reads(rig.children, poll=_poll())  # type: ignore[assignment]
+    transport.read = reads(rig.children, poll=_poll())  # type: ignore[assignment]
     outcome = _run(rig)
     assert [c.status for c in outcome.children] == [ChildStatus.COMPLETED] * 2
     assert len(transport.posts()) == 2
@@ -141,7 +141,7 @@ def test_async_children_run_one_after_the_other_when_waited_for(tmp_path: Path) 
 def test_a_receiver_reported_partial_result_is_never_verified_full(tmp_path: Path) -> None:
     transport = ScriptedTransport([_job()])
     rig = fast_rig(tmp_path, transport, profile=_async_profile(), requests=AsyncRequests)
-    transport._read = reads(rig.children, poll=_poll("incomplete"))  # type: ignore[assignment]
+    transport.read = reads(rig.children, poll=_poll("incomplete"))  # type: ignore[assignment]
     child = _run(rig).children[0]
     assert child.status is ChildStatus.BLOCKED
     assert child.axes.remote_effect is not RemoteEffect.FULLY_APPLIED

@@ -28,7 +28,7 @@ def _rig(work: Path, submits: list[TransportOutcome], *, profile: OperationProfi
     transport = ScriptedTransport(list(submits))
     rig = fast_rig(work, transport, profile=profile or sync_profile(), rows_per_day=rows_per_day,
                    **kwargs)  # type: ignore[arg-type]
-    transport._read = reads(rig.children)
+    transport.read = reads(rig.children)
     return rig
 
 
@@ -41,7 +41,7 @@ def _recovering(rig: FastRig, summary: TransportOutcome | None = None) -> ChildO
     SubmitStep(rig.ports, rig.config).run(rig.row(), operation_started_ms=rig.clock.now_ms)
     assert rig.row().axes.execution_state is ExecutionState.VERIFYING
     if summary is not None:
-        rig.transport._read = summary
+        rig.transport.read = summary
     return _drive(rig)
 
 
