@@ -73,6 +73,8 @@ class _Memory:
     rejection_proven: bool = False
     receiver_reported_partial: bool = False
     error_code: ErrorCode | None = None
+    exit_class: ExitClass | None = None
+    """The exit class the last move decided (a never-sent child: 3 or 2, which no code implies)."""
     retry_delay_ms: int = 0
 
 
@@ -123,7 +125,10 @@ class Supervisor:
             if state is ExecutionState.FINALIZED or outcome_of(row).status is ChildStatus.BLOCKED:
                 # Finalized, or an operator reconciliation is open: nothing automatic remains.
                 self._release(row)
-                return outcome_of(row, memory.error_code)
+                outcome = outcome_of(row, memory.error_code)
+                if memory.exit_class is not None:  # a move with a code carries that code's own class
+                    outcome = replace(outcome, exit_class=memory.exit_class)
+                return outcome
             if state is ExecutionState.PLANNED:
                 # Admission wrote the complete topology with every payload sealed: the child may
                 # now be offered for submission (``plan_sealed``).
@@ -169,6 +174,7 @@ class Supervisor:
         memory.retry_delay_ms = result.decision.retry_delay_ms or 0
         if result.decision.move is not None:
             memory.error_code = result.decision.move.error_code
+            memory.exit_class = result.decision.move.exit_class
 
     def _take_over(self, row: OperationRow, memory: _Memory) -> None:
         """A SUBMITTING child this process did not send: wait for the mutation lease, then record
@@ -196,6 +202,7 @@ class Supervisor:
                           evidence_digest=facts_digest("restproof.runtime.verification",
                                                        {"outcome": decision.outcome.value, "rows": expected.rows}))
         memory.error_code = decision.move.error_code
+        memory.exit_class = decision.move.exit_class
 
     def read_summary(self, row: OperationRow) -> ReceiverSummary | None:
         """The profile's certified read-only summary of the child's scope, if it has one and the
