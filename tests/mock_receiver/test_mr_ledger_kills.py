@@ -1,13 +1,16 @@
 """The ledger's own decisions, through its public API (``Ledger``, ``Txn``): a failed transaction
 leaves nothing, range reads keep to their bounds and their resource, a delivery mark lands on its
-request only, list cursors page and never restart, a file that is not a database is refused."""
+request only, list cursors page and never restart, a file that is not a database is refused, a state-dir
+path with URI-special characters still works, the admin clock stops at its documented total cap."""
 
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from pathlib import Path
 
 import pytest
+from mr_support import bundled, client_for
 
 from mock_receiver.ledger import Ledger, LedgerRefused, RequestRecord, Txn
 
@@ -48,8 +51,10 @@ def test_applied_rows_keep_to_the_range_and_the_resource(tmp_path: Path) -> None
         with ledger.write() as txn:
             _rows(txn, "a", ["2026-03-01", "2026-03-02", "2026-03-03"])
             _rows(txn, "b", ["2026-03-02"])
-            days = lambda start, end: sorted(row.split(b":")[1].decode()  # noqa: E731
-                                             for row in txn.applied_rows("a", start, end))
+
+            def days(start: str | None, end: str | None) -> list[str]:
+                return sorted(row.split(b":")[1].decode() for row in txn.applied_rows("a", start, end))
+
             assert days("2026-03-02", "2026-03-03") == ["2026-03-02"]
             assert days(None, "2026-03-03") == ["2026-03-01", "2026-03-02"]
             assert days("2026-03-02", None) == ["2026-03-02", "2026-03-03"]
@@ -110,7 +115,8 @@ def test_one_failing_work_item_of_a_group_commit_leaves_the_others(tmp_path: Pat
         raise RuntimeError("this item fails")
 
     async def both() -> list[object]:
-        return await asyncio.gather(ledger.run(good), ledger.run(bad), ledger.run(good), return_exceptions=True)
+        return list(await asyncio.gather(ledger.run(good), ledger.run(bad), ledger.run(good),
+                                         return_exceptions=True))
 
     try:
         first, failed, third = asyncio.run(both())
@@ -154,8 +160,6 @@ def test_a_ledger_written_before_the_newer_columns_is_upgraded_in_place(tmp_path
     with ledger.write() as txn:
         txn.record_request(RequestRecord(endpoint="batches", method="POST"), 1.0)
     ledger.close()
-    import sqlite3
-
     old = sqlite3.connect(path)
     old.execute("ALTER TABLE requests DROP COLUMN response_delivered")
     old.execute("ALTER TABLE effects DROP COLUMN content_sum")
@@ -183,3 +187,45 @@ def test_each_group_commit_is_counted_once(tmp_path: Path) -> None:
         assert ledger.group_commits == 1
     finally:
         ledger.close()
+
+
+DOCUMENTED_CLOCK_CAP = 3_162_240_000
+"""docs/mock-receiver.md, admin API: the TOTAL clock offset is capped at 100 years (3,162,240,000 s)."""
+
+
+def test_the_clock_offset_reaches_the_documented_cap_and_not_one_second_more(tmp_path: Path) -> None:
+    step = 10 * 365 * 86_400  # the most one call may move it
+    with client_for(bundled("stripe-like"), tmp_path) as client:
+        offset = 0
+        while offset + step <= DOCUMENTED_CLOCK_CAP:
+            assert client.post("/_admin/clock/advance", json={"seconds": step}).status_code == 200
+            offset += step
+        last = client.post("/_admin/clock/advance", json={"seconds": DOCUMENTED_CLOCK_CAP - offset})
+        assert last.status_code == 200 and last.json()["offset_seconds"] == DOCUMENTED_CLOCK_CAP
+        refused = client.post("/_admin/clock/advance", json={"seconds": 1})
+        assert refused.status_code == 422 and refused.json()["type"].endswith("clock_out_of_range")
+        assert client.get("/_admin/clock").json()["offset_seconds"] == DOCUMENTED_CLOCK_CAP
+
+
+@pytest.mark.parametrize("name", ["state?mode=rw", "state#1", "state%20dir", "state dir&x=1"])
+def test_a_state_dir_with_uri_special_characters_reopens_and_still_refuses_a_foreign_file(
+        tmp_path: Path, name: str) -> None:
+    """The read-only probe opens the file by URI: the path's '?', '#', '%' must stay part of the name."""
+    state = tmp_path / name
+    state.mkdir()
+    ledger = Ledger(state / "ledger.sqlite3", durability="normal")
+    with ledger.write() as txn:
+        txn.record_request(RequestRecord(endpoint="batches", method="POST", mutation_key="kept"), 1.0)
+    ledger.close()
+    reopened = Ledger(state / "ledger.sqlite3", durability="normal")
+    try:
+        assert [row[0] for row in reopened.conn.execute("SELECT mutation_key FROM requests")] == ["kept"]
+    finally:
+        reopened.close()
+    foreign = sqlite3.connect(state / "other.sqlite3")
+    foreign.execute("CREATE TABLE invoices (id INTEGER)")
+    foreign.commit()
+    foreign.close()
+    with pytest.raises(LedgerRefused, match="not a mock-receiver ledger"):
+        Ledger(state / "other.sqlite3")
+    assert sorted(path.name for path in state.iterdir()) == ["ledger.sqlite3", "other.sqlite3"]
