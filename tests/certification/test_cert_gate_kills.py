@@ -26,8 +26,10 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> KeyPaths:
 
 
 def _run(root: Path, keys: KeyPaths, *, verdicts: dict[str, str] | None = None, summary: dict[str, Any] | None = None,
-         identity: dict[str, Any] | None = None, benches: dict[str, dict[str, Any]] | None = None) -> Path:
-    """A signed run: matrix, summary, optionally an identity matrix and bench artifacts (name -> ratios)."""
+         identity: dict[str, Any] | None = None, benches: dict[str, dict[str, Any]] | None = None,
+         unstated: tuple[str, ...] = ()) -> Path:
+    """A signed run: matrix, summary (without the ``unstated`` fields), optionally an identity matrix
+    and bench artifacts (name -> ratios)."""
     rows = [{"row_id": row_id, "sinks": {"reference": {"verdict": verdict}}}
             for row_id, verdict in (verdicts or {"a": "PASS"}).items()]
     documents: dict[str, dict[str, Any]] = {
@@ -36,6 +38,8 @@ def _run(root: Path, keys: KeyPaths, *, verdicts: dict[str, str] | None = None, 
                                        "baseline_not_caught": [], "totals": {"reference": dict(SAFE)},
                                        **(summary or {})},
     }
+    for name in unstated:
+        del documents["certification_summary.json"][name]
     if identity is not None:
         documents["identity_conflict_matrix.json"] = {"schema_id": "i", "totals": identity}
     for name, ratios in (benches or {}).items():
@@ -62,8 +66,9 @@ def test_each_safety_counter_alone_fails_the_gate(tmp_path: Path, keys: KeyPaths
 
 def test_a_summary_that_does_not_say_it_is_valid_is_invalid(tmp_path: Path, keys: KeyPaths) -> None:
     baseline = _run(tmp_path / "b", keys)
-    current = _run(tmp_path / "c", keys, summary={"valid": None})
-    assert _gate(baseline, current, keys) == ("the current run is invalid: ",)
+    for name, current in (("absent", _run(tmp_path / "c1", keys, unstated=("valid",))),
+                          ("null", _run(tmp_path / "c2", keys, summary={"valid": None}))):
+        assert _gate(baseline, current, keys) == ("the current run is invalid: ",), name
 
 
 def test_an_invalid_run_names_every_baseline_that_was_not_caught(tmp_path: Path, keys: KeyPaths) -> None:
