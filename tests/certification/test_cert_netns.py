@@ -32,7 +32,6 @@ def _namespaces() -> set[str]:
 @needs_netns
 def test_the_resumed_worker_reaches_the_proxy_from_its_own_namespace_address(tmp_path: Path) -> None:
     row = next(r for r in bundled_rows() if r.row_id == "sync.kill.after_commit")
-    before = _namespaces()
     with family_services(row, tmp_path / "services", 0, isolation=NAMESPACE_MODE) as family:
         assert family.namespace is not None
         namespace = family.namespace
@@ -44,7 +43,9 @@ def test_the_resumed_worker_reaches_the_proxy_from_its_own_namespace_address(tmp
     peers = _peers(log)
     assert "127.0.0.1" in peers  # the first host, in the harness's own network
     assert namespace.address in peers  # the resumed host, from its namespace's address
-    assert _namespaces() - before == set()  # removed again
+    # Removed again. Only this row's own namespace is checked: other processes on the host (an xdist
+    # worker, a certify run) create and remove theirs at any moment.
+    assert namespace.name not in _namespaces()
 
 
 def test_process_mode_is_what_the_artifacts_record_when_asked_for() -> None:
