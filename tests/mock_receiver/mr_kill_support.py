@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from types import SimpleNamespace
 from typing import Any
 
+import pytest
 from mr_support import behaviour_with, bundled, job_files
 
+from mock_receiver import ledger
 from mock_receiver.behaviour import Behaviour
 
 JOBS = "/mock/v1/dataset-jobs"
@@ -50,3 +53,17 @@ def problem_type(response: Any) -> str:
     assert response.headers["content-type"] == "application/problem+json", response.text
     kind: str = response.json()["type"]
     return kind
+
+
+FROZEN_EPOCH = 1_800_000_000.0
+
+
+def freeze_receiver_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stop the receiver's wall clock so only the admin clock moves it: every instant is then exact,
+    and a boundary (a retention, a TTL, a job deadline) can be hit on the second, not merely passed."""
+    monkeypatch.setattr(ledger, "time", SimpleNamespace(time=lambda: FROZEN_EPOCH))
+
+
+def advance(client: Any, seconds: float) -> None:
+    response = client.post("/_admin/clock/advance", json={"seconds": seconds})
+    assert response.status_code == 200, response.text
