@@ -9,7 +9,16 @@ import re
 from pathlib import Path
 
 import pytest
-from mr_kill_support import JOBS, PROBLEM, async_behaviour, problem_type, rule, submit_job
+from mr_kill_support import (
+    JOBS,
+    PROBLEM,
+    advance,
+    async_behaviour,
+    freeze_receiver_clock,
+    problem_type,
+    rule,
+    submit_job,
+)
 from mr_support import admin_items, behaviour_with, bundled, client_for, csv_bytes, rows_for
 
 pytestmark = pytest.mark.timeout(60)
@@ -171,6 +180,18 @@ def test_a_fence_key_is_forgotten_after_its_retention_only(tmp_path: Path) -> No
         after = submit_job(client, "mk-1", ROWS, START, END)
         assert after.status_code == 202 and after.json()["job_id"] != first
         assert len(admin_items(client, "jobs", mutation_key="mk-1")) == 2
+
+
+def test_a_fence_key_holds_on_the_last_instant_of_its_retention(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    freeze_receiver_clock(monkeypatch)
+    fence = {"type": "filename_key", "conflict_status": 409, "retention_seconds": 600}
+    with client_for(async_behaviour(fence=fence), tmp_path) as client:
+        submit_job(client, "mk-1", ROWS, START, END)
+        advance(client, 600)
+        assert submit_job(client, "mk-1", ROWS, START, END).status_code == 409
+        advance(client, 0.5)
+        assert submit_job(client, "mk-1", ROWS, START, END).status_code == 202
 
 
 def test_without_a_fence_every_submission_is_a_new_job(tmp_path: Path) -> None:

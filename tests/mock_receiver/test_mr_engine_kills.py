@@ -7,7 +7,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from mr_kill_support import BATCHES, JOBS, PROBLEM, async_behaviour, problem_type, rule, submit_job, sync_behaviour
+from mr_kill_support import (
+    BATCHES,
+    JOBS,
+    PROBLEM,
+    advance,
+    async_behaviour,
+    freeze_receiver_clock,
+    problem_type,
+    rule,
+    submit_job,
+    sync_behaviour,
+)
 from mr_support import admin_items, bundled, client_for, rows_for
 
 pytestmark = pytest.mark.timeout(60)
@@ -278,3 +289,25 @@ def test_a_receipt_is_still_served_inside_its_ttl(tmp_path: Path) -> None:
         client.post("/_admin/clock/advance", json={"seconds": 401})
         expired = client.get(f"{JOBS}/{job_id}")
         assert expired.status_code == 410 and problem_type(expired) == PROBLEM + "receipt_expired"
+
+
+# --- boundaries, on a frozen receiver clock ------------------------------------------------------
+
+
+def test_a_job_is_due_at_the_very_instant_of_its_deadline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    freeze_receiver_clock(monkeypatch)
+    with client_for(async_behaviour(complete_after_polls=None, complete_after_seconds=0), tmp_path) as client:
+        job_id = submit_job(client, "mk-1", rows_for(DAYS), START, END).json()["job_id"]
+        assert client.get(f"{JOBS}/{job_id}").json()["phase"] == "complete"  # same instant as its submission
+
+
+def test_a_receipt_is_served_on_the_last_instant_of_its_ttl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    freeze_receiver_clock(monkeypatch)
+    with client_for(bundled("dataset-jobs"), tmp_path) as client:
+        job_id = submit_job(client, "mk-1", rows_for(DAYS), START, END).json()["job_id"]
+        client.get(f"{JOBS}/{job_id}")
+        client.get(f"{JOBS}/{job_id}")
+        advance(client, 86_400)
+        assert client.get(f"{JOBS}/{job_id}").status_code == 200
+        advance(client, 0.5)
+        assert client.get(f"{JOBS}/{job_id}").status_code == 410
