@@ -266,3 +266,17 @@ def test_a_same_key_request_while_the_first_executes_gets_409_in_use(tmp_path: P
         assert (admin_items(client, "requests", outcome="conflict")[0]["status"],
                 admin_items(client, "requests", outcome="conflict")[0]["problem"]) == (409, "idempotency_key_in_use")
         assert len(admin_items(client, "effects")) == 1
+
+
+def test_a_ledger_only_receiver_answers_the_current_state_from_its_effects(tmp_path: Path) -> None:
+    """It keeps no rows: a current state read from the (empty) rows table would claim the range is empty."""
+    headers = {"Request-Id": "req-1"}
+    with client_for(behaviour_with("aip-155-request-id", storage="ledger_only"), tmp_path) as client:
+        client.post(URL, params=RANGE, json=ROWS, headers=headers)
+        advance(client, 3601)
+        late = client.post(URL, params=RANGE, json=ROWS, headers=headers)
+        summary = client.get("/mock/v1/resources/measurements/summary", params=RANGE).json()
+        assert summary["row_count"] == 2
+        assert late.status_code == 200 and late.headers["idempotent-replayed"] == "current-state"
+        assert late.json() == summary
+        assert admin_items(client, "requests")[-1]["outcome"] == "current_state"
