@@ -252,12 +252,18 @@ def test_a_saved_5xx_after_the_effect_is_what_a_resend_gets(tmp_path: Path) -> N
 
 
 def test_a_same_key_request_while_the_first_executes_gets_409_in_use(tmp_path: Path) -> None:
-    rules = [rule("slow", "sync_submit", {"kind": "delay", "seconds": 1.0, "after_effect": False}, nth=[1])]
+    rules = [rule("slow", "sync_submit", {"kind": "delay", "seconds": 3.0, "after_effect": False}, nth=[1])]
     with client_for(sync_behaviour(rules=rules), tmp_path) as client:
         results = {}
         thread = threading.Thread(target=lambda: results.setdefault("first", _post(client)))
         thread.start()
-        time.sleep(0.4)  # the first holds the key, inside its 1 s before the effect
+        deadline = time.monotonic() + 20
+        # The first is inside its 3 s before the effect once its rule matched (it reserves the key
+        # right after): wait for that on the admin stats instead of guessing on a loaded machine.
+        while client.get("/_admin/stats").json()["rules"].get("slow", {}).get("matched") != 1:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        time.sleep(0.3)
         second = _post(client)
         thread.join(timeout=30)
         assert results["first"].status_code == 200
