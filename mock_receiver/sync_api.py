@@ -191,12 +191,19 @@ class _SyncRequest:
 
     def _current_state(self, txn: Txn, now: float) -> Response:
         """AIP-155 style answer to a stale duplicate: the range as it is now, no receipt, no effect."""
-        rows = txn.applied_rows(self.resource, self.scope.start, self.scope.end)
-        self.record.status, self.record.outcome = 200, "current_state"
+        if self.behaviour.storage == "ledger_only":
+            # No rows are kept: the state is the effect ledger's, as in the summary (or its 422 refusal),
+            # never the empty rows table, which would claim the range holds nothing.
+            answer = ledger_only.summary(txn, self.resource, self.scope)
+        else:
+            rows = txn.applied_rows(self.resource, self.scope.start, self.scope.end)
+            answer = JSONResponse({"resource": self.resource, "range_start": self.scope.start,
+                                   "range_end": self.scope.end, **summary_digests(rows)})
+        if answer.status_code == 200:
+            answer.headers["Idempotent-Replayed"] = "current-state"
+        self.record.status, self.record.outcome = answer.status_code, "current_state"
         txn.record_request(self.record, now)
-        return JSONResponse({"resource": self.resource, "range_start": self.scope.start,
-                             "range_end": self.scope.end, **summary_digests(rows)},
-                            headers={"Idempotent-Replayed": "current-state"})
+        return answer
 
     def _answer_existing(self, txn: Txn, stored: sqlite3.Row, digest: str, now: float, *,
                          stale: bool = False) -> Response:
