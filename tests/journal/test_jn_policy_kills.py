@@ -48,7 +48,7 @@ from sink.journal.records import (
     ScopeRange,
     SubmitRequest,
 )
-from sink.journal.sqlite.adapter import open_sqlite_journal
+from sink.journal.sqlite.adapter import SqliteJournal, open_sqlite_journal
 from sink.journal.submit_policy import check_not_stale, check_submit_permitted
 from sink.journal.transition_policy import require_lease_owner
 
@@ -190,6 +190,18 @@ def test_frontier_never_goes_below_the_stored_one() -> None:
     assert contiguous_frontier([(0, False), (1, False)], current=1) == 1
 
 
+def _one_eligible_child(tmp_path: Path, contract: DesignContract) -> tuple[SqliteJournal, OperationRow]:
+    """A SQLite journal opened with ``contract``, one child applied and verified (checkpoint
+    ELIGIBLE), and the checkpoint lease of its parent held by "ck"."""
+    markers = FileMarkerStore(tmp_path / "markers")
+    journal = open_sqlite_journal(tmp_path / "j.sqlite3", markers=markers, contract=contract)
+    journal.configure_capacity(CAPACITY, 4)
+    admitted = journal.admit_parent(week_parent("route-1", weeks=1))
+    eligible = apply_fully(journal, markers, admitted.children[0])
+    take_lease(journal, LeaseKind.CHECKPOINT, admitted.parent.parent_id, owner="ck")
+    return journal, eligible
+
+
 def _contract_with_promotion(change: str) -> DesignContract:
     """The bundled contract with its checkpoint promotions made operator-only or removed."""
     document = load_bounded_yaml_file(BUNDLED_CONTRACT)
@@ -207,14 +219,9 @@ def _contract_with_promotion(change: str) -> DesignContract:
 def test_promotion_needs_an_automatic_contract_transition(tmp_path: Path, change: str) -> None:
     """A contract without an automatic promotion gives the frontier transaction nothing to apply:
     it is refused and nothing is promoted (SQLite adapter opened with that contract)."""
-    markers = FileMarkerStore(tmp_path / "markers")
-    journal = open_sqlite_journal(tmp_path / "j.sqlite3", markers=markers, contract=_contract_with_promotion(change))
+    journal, eligible = _one_eligible_child(tmp_path, _contract_with_promotion(change))
+    parent_id = eligible.parent_id
     try:
-        journal.configure_capacity(CAPACITY, 4)
-        admitted = journal.admit_parent(week_parent("route-1", weeks=1))
-        eligible = apply_fully(journal, markers, admitted.children[0])
-        parent_id = admitted.parent.parent_id
-        take_lease(journal, LeaseKind.CHECKPOINT, parent_id, owner="ck")
         with pytest.raises(TransitionRejected) as caught:
             journal.promote_frontier(parent_id, lease_owner="ck")
         assert caught.value.reason is RejectionReason.ILLEGAL_TRANSITION
@@ -240,15 +247,9 @@ def _contract_with_a_transition_between_promoted_tuples() -> DesignContract:
 def test_a_transition_that_stays_promoted_is_not_a_promotion(tmp_path: Path) -> None:
     """Only a transition *into* PROMOTED must go through promote_frontier: one between two
     PROMOTED tuples jumps no gap, and the plain transition path applies it."""
-    markers = FileMarkerStore(tmp_path / "markers")
-    journal = open_sqlite_journal(tmp_path / "j.sqlite3", markers=markers,
-                                  contract=_contract_with_a_transition_between_promoted_tuples())
+    journal, eligible = _one_eligible_child(tmp_path, _contract_with_a_transition_between_promoted_tuples())
+    parent_id = eligible.parent_id
     try:
-        journal.configure_capacity(CAPACITY, 4)
-        admitted = journal.admit_parent(week_parent("route-1", weeks=1))
-        eligible = apply_fully(journal, markers, admitted.children[0])
-        parent_id = admitted.parent.parent_id
-        take_lease(journal, LeaseKind.CHECKPOINT, parent_id, owner="ck")
         assert journal.promote_frontier(parent_id, lease_owner="ck").promoted_operation_ids == (eligible.operation_id,)
         promoted = journal.get_operation(eligible.operation_id)
         assert promoted is not None and promoted.axes.checkpoint_state is CheckpointState.PROMOTED
