@@ -103,7 +103,10 @@ class Supervisor:
                     break
         frontier = self._promote(parent_id) if any(o.status is ChildStatus.COMPLETED for o in outcomes) else None
         if frontier is not None and frontier.promoted_operation_ids:
-            outcomes = [self._reread_outcome(o) for o in outcomes]
+            # Only the promoted children changed: re-reading the others would re-derive their exit
+            # class from the journal alone and lose the one their last move decided.
+            promoted = set(frontier.promoted_operation_ids)
+            outcomes = [self._reread_outcome(o) if o.operation_id in promoted else o for o in outcomes]
         return ParentOutcome(parent_id, tuple(outcomes), frontier)
 
     def _drive_or_unavailable(self, operation_id: str) -> ChildOutcome:

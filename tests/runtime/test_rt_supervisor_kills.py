@@ -328,3 +328,17 @@ def test_a_child_never_sent_exits_with_the_class_its_last_move_decided(
     assert rig.journal.transition_ids()[-1] == "request_not_started_final"
     assert outcome.axes.remote_effect is RemoteEffect.NONE_PROVEN
     assert (outcome.status, outcome.exit_class) == (ChildStatus.BLOCKED, exit_class)
+
+
+def test_a_never_sent_child_keeps_its_exit_class_after_a_sibling_is_promoted(tmp_path: Path) -> None:
+    # The outcomes are re-read after a frontier promotion: a re-read must not turn the refused
+    # child's decided exit 3 back into the 5 a journal-only derivation gives.
+    base = sync_profile()
+    serial = base.model_copy(update={"limits": base.limits.model_copy(update={"max_in_flight_children": 1})})
+    refused = not_started(FailureKind.CREDENTIAL_UNAVAILABLE, None, ())
+    rig = _sync_rig(tmp_path, [accepted(), refused], days=TWO_DAYS, profile=serial)
+    outcome = _run(rig)
+    assert outcome.frontier is not None and outcome.frontier.frontier_order == 0
+    assert [(c.status, c.exit_class) for c in outcome.children] == [
+        (ChildStatus.COMPLETED, ExitClass.OK), (ChildStatus.BLOCKED, ExitClass.UNAVAILABLE)]
+    assert outcome.children[0].axes.checkpoint_state is CheckpointState.PROMOTED
