@@ -21,6 +21,7 @@ import trustme
 from sink.contracts.profile_policy import TimeoutVector
 from sink.transport.exchange import CURRENT, Exchange, IoFailure
 from sink.transport.network import CountingBackend, CountingStream
+from tests.transport.tr_sockets import full_backlog_listener
 
 pytestmark = pytest.mark.timeout(60)
 LONG = 5000
@@ -279,24 +280,9 @@ def test_connect_failures_are_told_apart(listener: socket.socket) -> None:
     with _current(_exchange()) as exchange:
         _raises(httpcore.ConnectError, lambda: CountingBackend({"h": "127.0.0.1"}).connect_tcp("h", refused_port))
     assert exchange.failure == IoFailure("connect", "error")
-    full = socket.socket()
-    full.bind(("127.0.0.1", 0))
-    full.listen(0)
-    fillers = []
-    try:
-        for _ in range(3):  # fill the accept queue; later SYNs are dropped and connect hangs
-            filler = socket.socket()
-            filler.settimeout(0.3)
-            with contextlib.suppress(OSError):
-                filler.connect(full.getsockname())
-            fillers.append(filler)
-        with _current(_exchange(connect_ms=200)) as exchange:
-            _raises(httpcore.ConnectTimeout,
-                    lambda: CountingBackend({"h": "127.0.0.1"}).connect_tcp("h", full.getsockname()[1]))
-    finally:
-        for filler in fillers:
-            filler.close()
-        full.close()
+    with full_backlog_listener() as full, _current(_exchange(connect_ms=200)) as exchange:
+        _raises(httpcore.ConnectTimeout,
+                lambda: CountingBackend({"h": "127.0.0.1"}).connect_tcp("h", full.getsockname()[1]))
     assert exchange.failure == IoFailure("connect", "timeout", "connect")
     _raises(httpcore.ConnectError, lambda: CountingBackend().connect_unix_socket("/run/receiver.sock"))
 

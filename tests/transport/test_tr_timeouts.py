@@ -6,7 +6,6 @@ reads), and DNS through an injected resolver with the real one for the happy pat
 
 from __future__ import annotations
 
-import contextlib
 import socket
 import threading
 import time
@@ -16,6 +15,7 @@ from collections.abc import Iterator
 import pytest
 from toxiproxy import Toxiproxy
 from tr_fixtures import fresh_proxy, proxy, receiver  # noqa: F401  # pytest fixtures
+from tr_sockets import full_backlog_listener
 from tr_support import BATCHES, BytesBody, FaultProxy, GeneratedBody, ServerProcess, batch_request, rows_json, timeouts
 
 from fault_proxy.tcp import start_toxiproxy
@@ -99,22 +99,8 @@ def test_a_host_name_is_resolved_once_and_the_address_is_recorded(receiver: Serv
 
 
 def test_connect_timeout_when_the_listen_backlog_is_full() -> None:
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(0)
-    fillers = []
-    try:
-        for _ in range(3):  # fill the accept queue; later SYNs are dropped and connect hangs
-            filler = socket.socket()
-            filler.settimeout(0.3)
-            with contextlib.suppress(OSError):
-                filler.connect(server.getsockname())
-            fillers.append(filler)
+    with full_backlog_listener() as server:
         outcome = _send(f"http://127.0.0.1:{server.getsockname()[1]}", rows_json("c"), connect_ms=300)
-    finally:
-        for filler in fillers:
-            filler.close()
-        server.close()
     assert outcome.evidence.failure is FailureKind.CONNECT_TIMEOUT  # type: ignore[attr-defined]
     assert outcome.evidence.certainty is SendCertainty.NOT_STARTED  # type: ignore[attr-defined]
 
