@@ -72,7 +72,9 @@ class ConfigError(Exception):
     pass
 
 
-def load_config(path: Path) -> tuple[float, list[str], dict[str, ModuleConfig]]:
+def load_config(path: Path) -> tuple[list[str], dict[str, ModuleConfig]]:
+    """The pytest arguments and the modules; each module carries its threshold (its own, or the
+    file's default)."""
     data = tomllib.loads(path.read_text(encoding="utf-8"))
     threshold = float(data.get("threshold", 0.9))
     pytest_args = list(data.get("pytest_args", []))
@@ -88,7 +90,7 @@ def load_config(path: Path) -> tuple[float, list[str], dict[str, ModuleConfig]]:
             raise ConfigError(f"{name}: threshold must be a number from 0 to 1, not {own!r}")
         modules[name] = ModuleConfig(name, tests, entry.get("select"), bool(entry.get("ci", False)),
                                      threshold if own is None else float(own))
-    return threshold, pytest_args, modules
+    return pytest_args, modules
 
 
 def load_equivalents(path: Path) -> dict[str, dict[str, str]]:
@@ -260,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     # SIGTERM unwinds like Ctrl-C, so the scratch copies are removed and no mutant is left behind.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
-        _, pytest_args, modules = load_config(args.config)
+        pytest_args, modules = load_config(args.config)
         equivalents = load_equivalents(args.equivalents)
         chosen = _choose(modules, args.module, args.ci)
         survivors = _read_survivors(args.survivors) if args.survivors else None
