@@ -28,11 +28,6 @@ class Clock:
         return self.now
 
 
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    return Pki(tmp_path_factory.mktemp("pki"))
-
-
 @pytest.fixture
 def listeners() -> Iterator[list[TlsListener]]:
     opened: list[TlsListener] = []

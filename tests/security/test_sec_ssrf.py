@@ -20,11 +20,6 @@ pytestmark = pytest.mark.timeout(120)
 ENVIRON = {"TOKEN": SENTINELS["token"], "SECRET": SENTINELS["client_secret"]}
 
 
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    return Pki(tmp_path_factory.mktemp("pki"))
-
-
 @pytest.fixture
 def listeners() -> Iterator[list[TlsListener]]:
     opened: list[TlsListener] = []

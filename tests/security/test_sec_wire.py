@@ -23,11 +23,6 @@ from sink.transport import default_registry
 pytestmark = pytest.mark.timeout(120)
 
 
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    return Pki(tmp_path_factory.mktemp("pki"))
-
-
 @pytest.fixture
 def listeners() -> Iterator[list[TlsListener]]:
     opened: list[TlsListener] = []

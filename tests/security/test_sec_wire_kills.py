@@ -101,11 +101,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    return Pki(tmp_path_factory.mktemp("pki"))
-
-
 @pytest.fixture
 def servers() -> Iterator[list[KeepAliveServer]]:
     opened: list[KeepAliveServer] = []
