@@ -9,7 +9,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
-from mock_receiver import admin, async_api, auth_admin, oauth, sync_api
+from mock_receiver import admin, admin_rows, async_api, auth_admin, oauth, sync_api
 from mock_receiver.auth import AuthMiddleware
 from mock_receiver.behaviour import Behaviour, describe_validation_error
 from mock_receiver.intake import Receiver
@@ -145,6 +145,7 @@ def create_admin_app(receiver: Receiver) -> FastAPI:
     app.state.receiver = receiver
     _install_problem_handlers(app)
     app.include_router(admin.router)
+    app.include_router(admin_rows.router)  # rows only on the admin listener, never the data port
     app.include_router(auth_admin.router)
     return app
 
