@@ -3,8 +3,8 @@ targets"): canonical JSON, create-if-absent, content-digested, then signed.
 
 * ``remote_effect_fault_matrix.json``: every row, every sink side by side, counters, exit codes,
   history digest, seed and fault plan;
-* ``certification_summary.json`` (``restproof.rest_sink_certification.v1``): totals per sink, the
-  validity of the run (baselines caught where they must be), the verdict;
+* ``certification_summary.json`` (``restproof.rest_sink_certification.v2``): totals per sink, the
+  validity of the run (baselines caught where they must be), endings, the verdict;
 * ``junit.xml`` for CI dashboards (not signed: a view of the summary).
 """
 
@@ -14,7 +14,6 @@ import platform
 import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -22,21 +21,13 @@ from typing import Any
 from certification import PRODUCER
 from certification.canonical_json import canonical_bytes, with_content_digest
 from certification.history_artifacts import write_histories
-from certification.matrix import SinkRowResult
 from certification.publish import publish_bytes
-from certification.scenarios import Row
+from certification.verdicts import FAIL, NOT_CAUGHT, UNVERIFIED, RowOutcome, SinkRowResult, run_summary
 
-MATRIX_SCHEMA = "restproof.remote_effect_fault_matrix.v1"
+MATRIX_SCHEMA = "restproof.remote_effect_fault_matrix.v2"
 IDENTITY_SCHEMA = "restproof.identity_conflict_matrix.v1"
-SUMMARY_SCHEMA = "restproof.rest_sink_certification.v1"
-PRODUCER_VERSION = "0.1.0"
-CERTIFIED = frozenset({"PASS", "FAIL"})
-
-
-@dataclass(frozen=True, slots=True)
-class RowOutcome:
-    row: Row
-    results: tuple[SinkRowResult, ...]
+SUMMARY_SCHEMA = "restproof.rest_sink_certification.v2"
+PRODUCER_VERSION = "0.2.0"
 
 
 def environment(worker_isolation: str = "fresh_process") -> dict[str, Any]:
@@ -50,41 +41,47 @@ def _envelope(schema_id: str, body: dict[str, Any], created_at: str, isolation: 
                                 "environment": environment(isolation), "created_at": created_at, **body})
 
 
+def _sink_entry(result: SinkRowResult) -> dict[str, Any]:
+    history = result.history
+    return {
+        "role": result.role, "verdict": result.verdict,
+        "counters": None if result.counters is None else result.counters.as_dict(),
+        "exit_codes": list(result.exit_codes), "history_digest": result.history_digest,
+        "ending": None if result.ending is None else result.ending.value,
+        "fault_fired": None if history is None else history.fault.fired,
+        "checks": {check.name: check.status.value for check in result.checks},
+        "reasons": list(result.reasons),
+    }
+
+
+def _seed_effect(outcome: RowOutcome) -> str:
+    """What the seed changed on this row (``--seed`` must change something, or say it changes nothing)."""
+    fault = outcome.row.fault
+    if fault.target == "seeded":
+        days = {r.history.fault.target_day for r in outcome.results if r.history is not None}
+        return f"picks the target day ({', '.join(sorted(d for d in days if d))})"
+    rule = fault.rule or {}
+    if fault.type == "proxy" and rule.get("fire") == "probability":
+        return "draws the proxy rule's probability decisions"
+    return "nothing: the fault is deterministic on this row"
+
+
 def matrix_body(outcomes: Sequence[RowOutcome], seed: int) -> dict[str, Any]:
     rows = []
     for outcome in outcomes:
         row = outcome.row
         rows.append({
-            "row_id": row.row_id, "family": row.family, "seed": seed,
+            "row_id": row.row_id, "family": row.family, "seed": seed, "seed_effect": _seed_effect(outcome),
             "fault_plan": row.fault.model_dump(mode="json", exclude_none=True),
-            "expect": row.expect.reference, "naive_duplicates_expected": list(row.naive_duplicates),
-            "sinks": {r.sink: {"verdict": r.verdict, "counters": None if r.counters is None else r.counters.as_dict(),
-                               "exit_codes": list(r.exit_codes), "history_digest": r.history_digest,
-                               "reasons": list(r.reasons)} for r in outcome.results},
+            "expect": {"end": [end.value for end in row.expect.end], "why": row.expect.why},
+            "caught_duplicating_expected": list(row.caught_duplicating),
+            "sinks": {result.sink: _sink_entry(result) for result in outcome.results},
         })
     return {"rows": rows}
 
 
 def summary_body(outcomes: Sequence[RowOutcome], certified: str) -> dict[str, Any]:
-    totals: dict[str, dict[str, int]] = {}
-    for outcome in outcomes:
-        for result in outcome.results:
-            entry = totals.setdefault(result.sink, {"rows": 0, "duplicates": 0, "false_successes": 0,
-                                                    "unproved_resends": 0, "silent_losses": 0})
-            if result.counters is None:
-                continue
-            entry["rows"] += 1
-            for name, value in result.counters.as_dict().items():
-                entry[name] += value
-            entry[result.verdict.lower()] = entry.get(result.verdict.lower(), 0) + 1
-    not_caught = [f"{o.row.row_id}:{r.sink}" for o in outcomes for r in o.results if r.verdict == "NOT_CAUGHT"]
-    failed = [o.row.row_id for o in outcomes for r in o.results if r.sink == certified and r.verdict == "FAIL"]
-    unverified = [o.row.row_id for o in outcomes for r in o.results
-                  if r.sink == certified and r.verdict == "UNVERIFIED"]
-    valid = not not_caught
-    verdict = "INVALID" if not valid else "FAIL" if failed else "UNVERIFIED" if unverified else "PASS"
-    return {"certified_sink": certified, "totals": totals, "valid": valid, "baseline_not_caught": not_caught,
-            "failed_rows": failed, "unverified_rows": unverified, "verdict": verdict}
+    return run_summary(outcomes, certified)
 
 
 def identity_summary(identity: Mapping[str, Any]) -> dict[str, Any]:
@@ -126,10 +123,10 @@ def junit(outcomes: Sequence[RowOutcome], certified: str) -> bytes:
                 continue
             case = ET.SubElement(suite, "testcase", classname=f"{outcome.row.family}.{result.sink}",
                                  name=outcome.row.row_id, time=f"{result.seconds:.3f}")
-            if result.verdict in ("FAIL", "NOT_CAUGHT"):
+            if result.verdict in (FAIL, NOT_CAUGHT):
                 failures += 1
                 ET.SubElement(case, "failure", message="; ".join(result.reasons) or result.verdict)
-            elif result.verdict == "UNVERIFIED":
+            elif result.verdict == UNVERIFIED:
                 ET.SubElement(case, "skipped", message="; ".join(result.reasons))
     suite.set("tests", str(len(suite)))
     suite.set("failures", str(failures))

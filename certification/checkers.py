@@ -1,20 +1,187 @@
-"""Checkers over one row's history (ARCHITECTURE.md, "Evidence rules").
+"""Checkers: pure functions of a history, each returning valid, invalid or unknown with reasons.
 
-Each checker counts violations from what the harness observed, never from what the sink claims
-about itself: ``duplicates`` and ``silent_losses`` from the receiver's ledger, ``false_successes``
-from the sink's report against that ledger, ``unproved_resends`` from the proxy's view of the wire.
-The naive baseline sinks must make these counters non-zero on the rows where a cut follows the
-receiver's commit; a matrix where they stay clean proves the faults were not real.
+Like Jepsen's checkers they compose: a row is invalid when any checker is, unknown when none is
+invalid and any cannot tell (a proxy log that dropped entries, ground truth that could not be read),
+valid otherwise. Each checker reads only what the harness witnessed (docs/certification.md,
+"Checkers"): the wire as the tap recorded it, the proxy's log, the receiver's ledger and content
+compared with the dataset. The sink's own words enter only as claims to be judged.
+
+The unit is the day of the delivered scope, so a sink that batches or splits differently from the
+reference sink is judged by what it did to each day.
 """
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 
-from certification.history import History, MutationRequest
+from certification.history import History, Snapshot, WireRequest
+from certification.receiver_contract import MUTATION_ENDPOINTS
 
-SUCCESS_OUTCOMES = frozenset({"completed"})
+
+class Status(StrEnum):
+    VALID = "valid"
+    INVALID = "invalid"
+    UNKNOWN = "unknown"
+
+
+_RANK = {Status.VALID: 0, Status.UNKNOWN: 1, Status.INVALID: 2}
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    name: str
+    status: Status
+    count: int = 0
+    """Violations found (0 unless invalid)."""
+    reasons: tuple[str, ...] = ()
+
+
+def compose(results: Sequence[CheckResult]) -> Status:
+    """invalid > unknown > valid."""
+    return max((result.status for result in results), key=_RANK.__getitem__, default=Status.VALID)
+
+
+def _result(name: str, reasons: list[str]) -> CheckResult:
+    return CheckResult(name, Status.INVALID if reasons else Status.VALID, len(reasons), tuple(reasons))
+
+
+def evidence_complete(history: History) -> CheckResult:
+    """A witness with a gap proves nothing: the row is unknown, never valid."""
+    gaps = []
+    done = history.completeness
+    if done.proxy_log_dropped:
+        gaps.append(f"the proxy's log dropped {done.proxy_log_dropped} entr(y/ies)")
+    if done.tap_overflow:
+        gaps.append("the wire tap kept only part of a connection's bytes")
+    if not done.ledger_read:
+        gaps.append("the receiver's ground truth could not be read")
+    if done.unmatched_proxy_entries:
+        gaps.append(f"{done.unmatched_proxy_entries} proxy log entr(y/ies) match no recorded client request")
+    if not history.snapshots:
+        gaps.append("no snapshot of the receiver's content")
+    return CheckResult("evidence", Status.UNKNOWN if gaps else Status.VALID, 0, tuple(gaps))
+
+
+def duplicates(history: History) -> CheckResult:
+    """An effect re-applying a day an earlier effect already applied (partition replacement), the
+    same fence key applied twice, or extra copies of rows (an append applied twice)."""
+    reasons: list[str] = []
+    applied: set[str] = set()
+    fences: set[str] = set()
+    for effect in history.effects:
+        again = sorted(applied & set(effect.days))
+        if again and history.mutation_kind == "partition_replace":
+            reasons.append(f"effect {effect.seq} re-applied {', '.join(again)}")
+        elif effect.fence is not None and effect.fence in fences:
+            reasons.append(f"effect {effect.seq} applied a fence key a second time")
+        applied.update(effect.days)
+        if effect.fence is not None:
+            fences.add(effect.fence)
+    settled = history.settled
+    if settled is not None:
+        reasons.extend(f"{state.day}: {state.surplus} row(s) applied more than once"
+                       for state in settled.days if state.surplus)
+    return _result("duplicates", reasons)
+
+
+def out_of_scope(history: History) -> CheckResult:
+    """Any effect or row outside the delivered scope (the receiver starts every row empty)."""
+    universe = set(history.universe)
+    reasons = [f"effect {effect.seq} changed {', '.join(sorted(set(effect.days) - universe))} outside the scope"
+               for effect in history.effects if set(effect.days) - universe]
+    worst = max((snapshot.outside_rows for snapshot in history.snapshots), default=0)
+    if worst:
+        reasons.append(f"{worst} row(s) held outside the delivered scope")
+    return _result("out_of_scope", reasons)
+
+
+def wrong_content(history: History) -> CheckResult:
+    """Rows that match no row of the dataset: a changed value, a dropped or extra field."""
+    reasons = []
+    for snapshot in history.snapshots:
+        for state in snapshot.days:
+            if state.foreign:
+                when = "settled" if snapshot.after_run == 0 else f"after run {snapshot.after_run}"
+                reasons.append(f"{state.day} ({when}): {state.foreign} row(s) unlike any source row")
+    return _result("wrong_content", sorted(set(reasons)))
+
+
+def _claims(history: History) -> list[tuple[int, str, bool, Snapshot | None]]:
+    """(run, day, explicit, snapshot after that run) for every day a run claimed completed: an explicit
+    per-day claim, or every day of the scope when the run ended 0 (an orchestrator reads exit 0 as
+    "done")."""
+    claimed: list[tuple[int, str, bool, Snapshot | None]] = []
+    for run in history.runs:
+        snapshot = history.snapshot_after(run.index)
+        explicit = {day for day, outcome in run.claims.items() if outcome == "completed"}
+        claimed.extend((run.index, day, True, snapshot) for day in sorted(explicit))
+        if run.exit_code == 0:
+            claimed.extend((run.index, day, False, snapshot) for day in history.universe if day not in explicit)
+    return claimed
+
+
+def false_successes(history: History) -> CheckResult:
+    """A day the sink explicitly called completed that the receiver did not hold exactly, right then."""
+    reasons = []
+    for run, day, explicit, snapshot in _claims(history):
+        state = None if snapshot is None else snapshot.day(day)
+        if explicit and state is not None and not state.correct:
+            reasons.append(f"run {run} called {day} completed; the receiver held {state.actual_rows} of "
+                           f"{state.expected_rows} row(s) ({state.missing} missing, {state.foreign} unlike the source)")
+    return _result("false_successes", reasons)
+
+
+def silent_losses(history: History) -> CheckResult:
+    """A run ended 0 while a day it did not report on lacked rows at the receiver."""
+    reasons = []
+    for run, day, explicit, snapshot in _claims(history):
+        state = None if snapshot is None else snapshot.day(day)
+        if not explicit and state is not None and state.missing:
+            reasons.append(f"run {run} exited 0 while {day} lacked {state.missing} row(s)")
+    return _result("silent_losses", reasons)
+
+
+def _overlap(first: WireRequest, second: WireRequest) -> bool:
+    if first.targets is None or second.targets is None:
+        return True  # unknown targets may be any day
+    return bool(set(first.targets) & set(second.targets))
+
+
+def unproved_resends(history: History) -> CheckResult:
+    """A mutation request for a day after an earlier one whose bytes left the sink (so it cannot be
+    proven not started), unless both carry the same fence value to a receiver whose fence certifiably
+    deduplicates it. Every request the tap recorded left the sink: a request that never did is not
+    on the wire at all."""
+    reasons = []
+    ordered = sorted((request for request in history.requests if request.endpoint in MUTATION_ENDPOINTS),
+                     key=lambda request: (request.at, request.seq))
+    for index, request in enumerate(ordered):
+        for earlier in ordered[:index]:
+            if not _overlap(earlier, request):
+                continue
+            fenced = history.fence_deduplicates and request.fence is not None and request.fence == earlier.fence
+            if not fenced:
+                days = "unknown days" if request.targets is None else ", ".join(request.targets)
+                reasons.append(f"request {request.seq} (run {request.run}) resent {days} after request "
+                               f"{earlier.seq} without proof: "
+                               + ("no fence" if request.fence is None else "another fence value"
+                                  if history.fence_deduplicates else "a fence the receiver does not deduplicate"))
+                break
+    return _result("unproved_resends", reasons)
+
+
+SAFETY_CHECKERS: tuple[Callable[[History], CheckResult], ...] = (
+    duplicates, false_successes, unproved_resends, silent_losses, out_of_scope, wrong_content,
+)
+SAFETY_COUNTERS = ("duplicates", "false_successes", "unproved_resends", "silent_losses", "out_of_scope",
+                   "wrong_content")
+
+
+def check_all(history: History) -> tuple[CheckResult, ...]:
+    """The evidence check, then every safety checker (in SAFETY_COUNTERS order)."""
+    return (evidence_complete(history), *(checker(history) for checker in SAFETY_CHECKERS))
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,99 +190,17 @@ class Counters:
     false_successes: int
     unproved_resends: int
     silent_losses: int
+    out_of_scope: int = 0
+    wrong_content: int = 0
+
+    @classmethod
+    def of(cls, results: Sequence[CheckResult]) -> Counters:
+        counts = {result.name: result.count for result in results}
+        return cls(**{name: counts.get(name, 0) for name in SAFETY_COUNTERS})
 
     @property
     def safe(self) -> bool:
-        return not (self.duplicates or self.false_successes or self.unproved_resends or self.silent_losses)
+        return not any(self.as_dict().values())
 
     def as_dict(self) -> dict[str, int]:
-        return {
-            "duplicates": self.duplicates,
-            "false_successes": self.false_successes,
-            "unproved_resends": self.unproved_resends,
-            "silent_losses": self.silent_losses,
-        }
-
-
-def duplicate_mutations(history: History) -> int:
-    """Effects beyond the first for one delivery unit, one fence key or one payload digest, and
-    rows applied beyond what the unit carries (a sink that sends no key is still caught)."""
-    by_unit = Counter(effect.unit for effect in history.effects)
-    by_fence = Counter(effect.fence_key for effect in history.effects if effect.fence_key is not None)
-    by_payload = Counter(effect.payload_digest for effect in history.effects)
-    extra_unit = sum(count - 1 for count in by_unit.values())
-    extra_fence = sum(count - 1 for count in by_fence.values())
-    extra_payload = sum(count - 1 for count in by_payload.values())
-    rows_applied: dict[str, int] = defaultdict(int)
-    for effect in history.effects:
-        rows_applied[effect.unit] += effect.rows
-    rows_doubled = sum(
-        1 for unit, rows in rows_applied.items()
-        if unit in history.expected_units and history.expected_units[unit] and rows > history.expected_units[unit]
-    )
-    return max(extra_unit, extra_fence, extra_payload, rows_doubled)
-
-
-def _final_outcomes(history: History) -> dict[str, str]:
-    outcomes: dict[str, str] = {}
-    for report in history.reports:
-        outcomes.update(report.unit_outcomes)
-    return outcomes
-
-
-def _claims_success(history: History) -> bool:
-    return bool(history.reports) and history.reports[-1].exit_code == 0
-
-
-def false_successes(history: History) -> int:
-    """Units the sink called complete (or a final exit 0 covering them) that ground truth does not
-    show applied exactly and wholly."""
-    applied_rows: dict[str, int] = defaultdict(int)
-    for effect in history.effects:
-        applied_rows[effect.unit] += effect.rows
-    outcomes = _final_outcomes(history)
-    count = 0
-    for unit, expected_rows in history.expected_units.items():
-        claimed = outcomes.get(unit) in SUCCESS_OUTCOMES or (unit not in outcomes and _claims_success(history))
-        applied = unit in {effect.unit for effect in history.effects}
-        if claimed and (not applied or applied_rows[unit] < expected_rows):
-            count += 1
-    return count
-
-
-def silent_losses(history: History) -> int:
-    """The run ended with exit 0 (success, nothing to do) while a unit was never applied."""
-    if not _claims_success(history):
-        return 0
-    applied = {effect.unit for effect in history.effects}
-    return sum(1 for unit in history.expected_units if unit not in applied)
-
-
-def unproved_resends(history: History) -> int:
-    """A later mutation request for a unit after an earlier one the sink cannot prove did not start
-    (the proxy received its head), unless both carry the same fence key to a receiver that
-    certifiably deduplicates it."""
-    count = 0
-    by_unit: dict[str, list[MutationRequest]] = defaultdict(list)
-    for request in sorted(history.requests, key=lambda item: item.seq):
-        by_unit[request.unit].append(request)
-    for requests in by_unit.values():
-        for index, request in enumerate(requests):
-            earlier_started = [prior for prior in requests[:index] if prior.bytes_from_sink]
-            if not earlier_started:
-                continue
-            fenced = history.fenced_receiver and request.fence_key is not None and all(
-                prior.fence_key == request.fence_key for prior in earlier_started
-            )
-            if not fenced:
-                count += 1
-    return count
-
-
-def check(history: History) -> Counters:
-    return Counters(
-        duplicates=duplicate_mutations(history),
-        false_successes=false_successes(history),
-        unproved_resends=unproved_resends(history),
-        silent_losses=silent_losses(history),
-    )
+        return {name: getattr(self, name) for name in SAFETY_COUNTERS}

@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
-from certification.artifacts import RowOutcome, write_artifacts
+from certification.artifacts import write_artifacts
 from certification.bench.cli import bench_app
 from certification.execute import RunRequest, execute
 from certification.gate import gate as run_gate
@@ -30,10 +30,11 @@ from certification.lanes import DEFAULT_LANES
 from certification.matrix import live_receiver_url
 from certification.netns import isolation_mode
 from certification.report.command import report as report_command
-from certification.scenarios import Row, bundled_rows, load_catalog
+from certification.scenarios import CatalogError, Row, bundled_rows, load_catalogs
 from certification.services import RuleRefused, ServiceUnavailable
 from certification.signing import SigningError, build_test_result_predicate, generate_key, load_signer, sign_artifact
-from certification.sinks import SinkSpec, bundled_sinks, load_sink
+from certification.sinks import SinkFileError, SinkSpec, bundled_sinks, load_sink
+from certification.verdicts import RowOutcome
 from certification.verify import VerificationFailed, verify_artifact
 
 app = typer.Typer(name="certify", help="Certify REST bulk delivery sinks under injected faults.",
@@ -50,24 +51,33 @@ def _fail(code: str, message: str, exit_code: int) -> typer.Exit:
     return typer.Exit(exit_code)
 
 
-def _rows(catalogs: Sequence[Path], only: str | None, quick: bool) -> list[Row]:
-    rows = [row for path in catalogs for row in load_catalog(path)] if catalogs else bundled_rows()
+def _rows(catalogs: Sequence[Path], only: Sequence[str], quick: bool) -> list[Row]:
+    rows = load_catalogs(catalogs) if catalogs else bundled_rows()
     if quick:
         rows = [row for row in rows if row.row_id.split(".", 1)[1] in QUICK_ROWS]
-    if only is not None:
-        rows = [row for row in rows if row.row_id == only]
-        if not rows:
-            raise _fail("certify.unknown_row", f"no row {only!r} in the catalog", 2)
+    if only:
+        unknown = sorted(set(only) - {row.row_id for row in rows})
+        if unknown:
+            raise _fail("certify.unknown_row", f"no row {unknown[0]!r} in the catalog", 2)
+        rows = [row for row in rows if row.row_id in set(only)]
     return rows
 
 
 def _sinks(names: Sequence[str]) -> list[SinkSpec]:
+    """The first sink is the certified one; every other must be a baseline by its own file. The
+    bundled baselines join a run that names none, so every run proves its faults real."""
     bundled = bundled_sinks()
-    if not names:
-        return [bundled["reference"], bundled["naive-retry"], bundled["naive-idempotency-key"]]
-    chosen = []
-    for name in names:
-        chosen.append(bundled[name] if name in bundled else load_sink(Path(name)))
+    chosen = [bundled[name] if name in bundled else load_sink(Path(name)) for name in names] or [bundled["reference"]]
+    for spec in chosen[1:]:
+        if spec.role != "baseline":
+            raise SinkFileError(f"sink {spec.name} has role {spec.role}: only the first --sink is certified, "
+                                "every other must be a baseline")
+    names_chosen = [spec.name for spec in chosen]
+    if len(set(names_chosen)) != len(names_chosen):
+        raise SinkFileError("the same sink name twice in one run")
+    if len(chosen) == 1:
+        chosen.extend(spec for name, spec in sorted(bundled.items())
+                      if spec.role == "baseline" and name != chosen[0].name)
     return chosen
 
 
@@ -81,8 +91,10 @@ def _table(outcomes: Sequence[RowOutcome], sinks: Sequence[SinkSpec]) -> Table:
         for result in outcome.results:
             c = result.counters
             counts = "" if c is None else \
-                f" d{c.duplicates} f{c.false_successes} u{c.unproved_resends} l{c.silent_losses}"
-            cells.append(result.verdict + counts)
+                f" d{c.duplicates} f{c.false_successes} u{c.unproved_resends} l{c.silent_losses}" + \
+                (f" o{c.out_of_scope}" if c.out_of_scope else "") + (f" w{c.wrong_content}" if c.wrong_content else "")
+            ending = "" if result.ending is None or result.role != "certified" else f" [{result.ending.value}]"
+            cells.append(result.verdict + counts + ending)
         table.add_row(outcome.row.row_id, *cells)
     return table
 
@@ -96,7 +108,7 @@ def run(  # noqa: PLR0917 - typer options
     out: Annotated[Path | None, typer.Option("--out", help="Output directory [default: certification-out/UTC-TIME].")
                    ] = None,
     seed: Annotated[int, typer.Option("--seed", min=0)] = 0,
-    only: Annotated[str | None, typer.Option("--only", help="Replay one row by id.")] = None,
+    only: Annotated[list[str] | None, typer.Option("--only", help="Run only this row (repeatable).")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="A small matrix (CI).")] = False,
     key: Annotated[Path | None, typer.Option("--key", help="PEM private key [default: a new key in OUT/keys].")] = None,
     output_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
@@ -114,11 +126,13 @@ def run(  # noqa: PLR0917 - typer options
 ) -> None:
     """Run the fault matrix (embedded defaults: SQLite journal, mock receiver, fault proxy, 127.0.0.1)."""
     try:
-        rows = _rows(catalog or [], only, quick)
+        rows = _rows(catalog or [], only or [], quick)
         sinks = _sinks(sink or [])
         live = None if receiver_url is None else live_receiver_url(receiver_url)
         if worker_isolation not in ("auto", "process"):
             raise ValueError("--worker-isolation must be auto or process")
+    except (CatalogError, SinkFileError) as exc:
+        raise _fail("certify.invalid_input", str(exc).splitlines()[0][:400], 2) from None
     except (ValidationError, ValueError, OSError) as exc:
         raise _fail("certify.invalid_input", f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}", 2) from None
     if out is None:
@@ -127,7 +141,7 @@ def run(  # noqa: PLR0917 - typer options
         raise _fail("certify.output_exists", f"{out} already holds evidence; evidence is never overwritten", 2)
     started = time.monotonic()
     examples = identity_examples if identity_examples is not None else (
-        0 if only is not None else IDENTITY_EXAMPLES_QUICK if quick else IDENTITY_EXAMPLES)
+        0 if only else IDENTITY_EXAMPLES_QUICK if quick else IDENTITY_EXAMPLES)
     try:
         isolation = isolation_mode(worker_isolation)
         outcomes, identity = execute(RunRequest(rows, sinks, seed, parallel, live, examples, keep_work, isolation),

@@ -13,13 +13,13 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from certification.artifacts import RowOutcome
 from certification.identity_matrix import IdentityRun
 from certification.lanes import LanePlan, run_lanes
 from certification.matrix import family_services
 from certification.netns import PROCESS_MODE
 from certification.scenarios import Row
 from certification.sinks import SinkSpec
+from certification.verdicts import RowOutcome
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,136 +1,205 @@
-"""One row's history: what the sink, the proxy and the receiver each saw, merged on one timeline.
+"""One row's history for one sink: what the wire, the proxy, the receiver and the sink each showed.
 
-In the spirit of Jepsen: every mutation request is an operation with ``invoke`` and a completion
-``ok`` / ``fail`` / ``info`` (indeterminate: the caller cannot know whether it took effect). The
-checkers read only this history, so they judge any sink, the reference sink or a user's own.
+In the spirit of Jepsen: the checkers read only this record, so they judge any sink. Its sources are
+the harness's own: the wire tap (what left the sink, attributed to days by the harness's reader of
+the receiver's contract), the fault proxy's log (what it forwarded and handed back), the receiver's
+ledger (effects, and the content it holds per day compared with the dataset as the harness reads
+it), and the sink's own reports (exit codes and claims: judged, never trusted). A history holds
+days, digests and counts, never a row or a value.
 
-A *delivery unit* is what one request is meant to apply once: the harness names it from the
-dataset it handed the sink (the child's scope, or the digest of the rows it carries), never from
-anything the sink chose, so a sink that sends no key at all is still judged.
+The unit of judgement is the *day* of the delivered scope: a sink may batch or split as it likes,
+the days it changed and the content they hold are what count.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
 from certification.canonical_json import canonical_bytes, sha256_hex
 
 
-class Source(StrEnum):
-    SINK = "sink"
-    PROXY = "proxy"
-    RECEIVER = "receiver"
+class Ending(StrEnum):
+    """How a delivery ended, from the harness's observation (exit codes, steps run, ground truth)."""
+
+    FIRST_RUN = "first_run"
+    """Completed by the first run, no restart, no operator."""
+    RECOVERY = "recovery"
+    """Completed after one or more recovery runs (an orchestrator's rerun), no operator step."""
+    OPERATOR = "operator"
+    """Completed after an operator step (a reconciliation against the receiver)."""
+    BLOCKED = "blocked"
+    """Not completed: the last run did not end in exit 0 with every day's content in place."""
 
 
-class EventKind(StrEnum):
-    INVOKE = "invoke"
-    OK = "ok"
-    FAIL = "fail"
-    INFO = "info"
+class RunKind(StrEnum):
+    FIRST = "first"
+    RECOVERY = "recovery"
+    OPERATOR = "operator"
 
 
 @dataclass(frozen=True, slots=True)
-class MutationRequest:
-    """One mutation request as the proxy saw it (the proxy is the only neutral witness of the wire)."""
+class WireRequest:
+    """One mutation request as it left the sink (tap) and fared at the proxy."""
 
     seq: int
     at: float
-    unit: str
-    fence_key: str | None
-    """The receiver-visible fence the sink sent (idempotency key, duplicate-key filename), if any."""
-    bytes_from_sink: bool
-    """The proxy received at least the request head: the sink cannot prove the request did not start."""
-    forwarded: bool
-    """The proxy forwarded it to the receiver (the receiver may have applied it)."""
+    run: int
+    """Which run sent it (1-based), by time; 0 when outside every run."""
+    endpoint: str
+    method: str
+    targets: tuple[str, ...] | None
+    """Days it may change at the receiver; None: unknown (treated as every day)."""
+    target_source: str
+    fence: str | None
+    """Digest of the fence value the receiver deduplicates on (None: none)."""
+    head_complete: bool
+    body_complete: bool
+    forwarded: str
+    """From the proxy's log: ``no``, ``attempted``, ``yes``, or ``unlogged`` (no entry matched)."""
     response_delivered: bool
-    """The sink received a complete response."""
-    fault: str | None = None
+    faults: tuple[str, ...] = ()
+    """The proxy's fault notes on it, ``action@phase``."""
+    marked: bool = False
+    """The tap marked it as the row's fault target."""
 
 
 @dataclass(frozen=True, slots=True)
-class AppliedEffect:
-    """One effect in the receiver's ground-truth ledger."""
+class Effect:
+    """One effect in the receiver's ledger."""
 
     seq: int
-    at: float
-    unit: str
-    fence_key: str | None
-    payload_digest: str
+    resource: str
+    days: tuple[str, ...]
+    """Days its range covers (a partition replacement), or the days its rows carry."""
+    fence: str | None
     rows: int
 
 
 @dataclass(frozen=True, slots=True)
-class SinkReport:
-    """What the sink said: its exit code and, where it reports one, an outcome per delivery unit."""
+class DayState:
+    """One day's content at the receiver against the dataset, at one moment."""
 
-    exit_code: int
-    unit_outcomes: Mapping[str, str] = field(default_factory=dict)
-    """unit -> ``completed`` | ``unknown`` | ``partial`` | ``failed`` | ``not_attempted``."""
+    day: str
+    expected_rows: int
+    actual_rows: int
+    missing: int
+    """Expected rows the receiver does not hold."""
+    surplus: int
+    """Extra copies of expected rows (an append applied twice)."""
+    foreign: int
+    """Rows that match no row of the dataset (a changed value, an extra field)."""
+    digest: str
+
+    @property
+    def correct(self) -> bool:
+        return not (self.missing or self.surplus or self.foreign)
 
 
 @dataclass(frozen=True, slots=True)
-class Event:
-    at: float
-    source: Source
-    kind: EventKind
-    unit: str
-    detail: str
+class Snapshot:
+    """The receiver's content right after one run (``after_run``), or settled (``after_run`` 0): after
+    the harness advanced the receiver's clock so every job it still held could finish."""
+
+    after_run: int
+    days: tuple[DayState, ...]
+    outside_rows: int
+    """Rows the receiver holds outside the delivered scope."""
+    open_jobs: int
+
+    def day(self, name: str) -> DayState | None:
+        return next((state for state in self.days if state.day == name), None)
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    index: int
+    kind: RunKind
+    exit_code: int
+    """Negative: killed by that signal."""
+    timed_out: bool
+    """The harness killed it after its time limit: a hang, never the row's fault."""
+    started_at: float
+    ended_at: float
+    claims: Mapping[str, str] = field(default_factory=dict)
+    """day -> what the sink said of it: ``completed``, ``unknown``, ``partial``, ``failed``."""
+    result_problem: str | None = None
+    """The result the sink declares was missing or not in its documented shape."""
+
+
+@dataclass(frozen=True, slots=True)
+class FaultEvidence:
+    kind: str
+    fired: bool | None
+    """Did the row's fault act on this sink? None: the fault has nothing to fire (no fault)."""
+    detail: str = ""
+    target_day: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Completeness:
+    """Whether each witness is whole; a history with a gap can prove nothing valid."""
+
+    proxy_log_dropped: int = 0
+    tap_overflow: bool = False
+    ledger_read: bool = True
+    unmatched_proxy_entries: int = 0
+    """Mutation entries of the proxy's log that no recorded client request explains."""
 
 
 @dataclass(frozen=True, slots=True)
 class History:
     row_id: str
-    expected_units: Mapping[str, int]
-    """unit -> rows the unit carries (what ground truth must show exactly once)."""
-    requests: tuple[MutationRequest, ...]
-    effects: tuple[AppliedEffect, ...]
-    reports: tuple[SinkReport, ...]
-    """One per sink process run (the first run, then every restart/recovery run)."""
-    fenced_receiver: bool = False
-    """The receiver personality certifiably deduplicates the fence the sink sends."""
+    sink: str
+    universe: tuple[str, ...]
+    expected_digest: str
+    mutation_kind: str
+    fence_deduplicates: bool
+    """The receiver's fence certifiably deduplicates a same-key repeat (from its behaviour file)."""
+    requests: tuple[WireRequest, ...]
+    effects: tuple[Effect, ...]
+    snapshots: tuple[Snapshot, ...]
+    runs: tuple[Run, ...]
+    fault: FaultEvidence
+    completeness: Completeness = field(default_factory=Completeness)
 
-    def events(self) -> tuple[Event, ...]:
-        """The merged timeline: invoke/complete per request, one receiver event per effect."""
-        merged: list[Event] = []
-        for request in self.requests:
-            merged.append(Event(request.at, Source.PROXY, EventKind.INVOKE, request.unit, f"request {request.seq}"))
-            if request.response_delivered:
-                kind = EventKind.OK
-            elif request.forwarded or request.bytes_from_sink:
-                kind = EventKind.INFO
-            else:
-                kind = EventKind.FAIL
-            merged.append(Event(request.at, Source.PROXY, kind, request.unit, request.fault or "no fault"))
-        merged.extend(
-            Event(effect.at, Source.RECEIVER, EventKind.OK, effect.unit, f"effect {effect.seq}: {effect.rows} rows")
-            for effect in self.effects
-        )
-        return tuple(sorted(merged, key=lambda event: (event.at, event.source.value)))
+    def snapshot_after(self, run: int) -> Snapshot | None:
+        return next((snapshot for snapshot in self.snapshots if snapshot.after_run == run), None)
+
+    @property
+    def settled(self) -> Snapshot | None:
+        return self.snapshot_after(0)
+
+    def completed(self) -> bool:
+        """The last run ended 0 and every day held exactly the dataset's content right after it."""
+        if not self.runs or self.runs[-1].exit_code != 0:
+            return False
+        snapshot = self.snapshot_after(self.runs[-1].index)
+        return snapshot is not None and all(state.correct for state in snapshot.days)
+
+    def ending(self) -> Ending:
+        if not self.completed():
+            return Ending.BLOCKED
+        if any(run.kind is RunKind.OPERATOR for run in self.runs):
+            return Ending.OPERATOR
+        return Ending.FIRST_RUN if len(self.runs) == 1 else Ending.RECOVERY
+
+    def canonical(self) -> dict[str, object]:
+        document = asdict(self)
+        document["runs"] = [{**run, "claims": dict(sorted(run["claims"].items()))} for run in document["runs"]]
+        document["ending"] = self.ending().value
+        return _rounded(document)  # type: ignore[return-value]
 
     def digest(self) -> str:
         return "sha256:" + sha256_hex(canonical_bytes(self.canonical()))
 
-    def canonical(self) -> dict[str, object]:
-        return {
-            "row_id": self.row_id,
-            "expected_units": dict(sorted(self.expected_units.items())),
-            "requests": [_plain(_slots(r)) for r in self.requests],
-            "effects": [_plain(_slots(e)) for e in self.effects],
-            "reports": [{"exit_code": r.exit_code, "unit_outcomes": dict(sorted(r.unit_outcomes.items()))}
-                        for r in self.reports],
-            "fenced_receiver": self.fenced_receiver,
-        }
 
-
-def _slots(value: object) -> dict[str, object]:
-    return {name: getattr(value, name) for name in getattr(value, "__slots__", ())}
-
-
-def _plain(values: Mapping[str, object]) -> dict[str, object]:
-    return {key: (round(value, 6) if isinstance(value, float) else value) for key, value in values.items()}
-
-
-def units_of(requests: Iterable[MutationRequest]) -> set[str]:
-    return {request.unit for request in requests}
+def _rounded(value: object) -> object:
+    if isinstance(value, float):
+        return round(value, 6)
+    if isinstance(value, dict):
+        return {key: _rounded(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_rounded(item) for item in value]
+    return value

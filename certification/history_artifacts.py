@@ -18,7 +18,7 @@ from certification.canonical_json import canonical_bytes
 from certification.publish import publish_bytes
 
 if TYPE_CHECKING:
-    from certification.artifacts import RowOutcome
+    from certification.verdicts import RowOutcome
 
 HISTORIES = "histories"
 SAFE_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,120}$")

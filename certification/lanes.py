@@ -21,17 +21,17 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
-from certification.artifacts import RowOutcome
-from certification.matrix import Family, RowRunner, SinkRowResult
+from certification.matrix import Family, RowRunner
 from certification.scenarios import Row
 from certification.sinks import SinkSpec
+from certification.verdicts import RowOutcome, SinkRowResult
 
 FamilyFactory = Callable[[Row, Path, int], AbstractContextManager[Family]]
 """(first row of a catalog, lane work directory, seed) -> the lane's services for that catalog."""
 DEFAULT_LANES = min(4, 2 * (os.cpu_count() or 1))
 """Lanes mostly wait (lease waits, Retry-After, process start-up), so two per core keep the cores busy."""
-RowRun = Callable[[Family, Row, SinkSpec, Path, int], SinkRowResult]
-"""(the lane's services, row, sink, the row's work directory, seed) -> that sink's result on the row."""
+RowRun = Callable[[Family, Row, SinkSpec, Path, int, str], SinkRowResult]
+"""(the lane's services, row, sink, the row's work directory, seed, role) -> that sink's result on the row."""
 Progress = Callable[[str], None]
 """Called once per finished row-and-sink with a description of it."""
 
@@ -69,8 +69,14 @@ class _Lane:
             services.__exit__(None, None, None)
 
 
-def run_row(family: Family, row: Row, spec: SinkSpec, work: Path, seed: int) -> SinkRowResult:
-    return RowRunner(family, row, spec, work, seed).run()
+def run_row(family: Family, row: Row, spec: SinkSpec, work: Path, seed: int, role: str  # noqa: PLR0917
+            ) -> SinkRowResult:
+    return RowRunner(family, row, spec, work, seed, role=role).run(must_be_caught=spec.name in row.caught_duplicating)
+
+
+def role_of(plan: LanePlan, spec: SinkSpec) -> str:
+    """The first sink of a run is the certified one, whatever its file says; the others are baselines."""
+    return "certified" if spec is plan.sinks[0] else "baseline"
 
 
 def run_lanes(plan: LanePlan, factory: FamilyFactory, progress: Progress, runner: RowRun = run_row,
@@ -98,7 +104,7 @@ def run_lanes(plan: LanePlan, factory: FamilyFactory, progress: Progress, runner
                     if stop.is_set():
                         return
                     work = plan.work_root / "rows" / row.row_id / spec.name
-                    sink_results.append(runner(family, row, spec, work, plan.seed))
+                    sink_results.append(runner(family, row, spec, work, plan.seed, role_of(plan, spec)))
                     progress(f"{row.row_id} · {spec.name}")
                 with lock:
                     results[index] = RowOutcome(row, tuple(sink_results))

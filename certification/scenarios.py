@@ -1,11 +1,15 @@
 """The declarative scenario catalog (``scenarios/matrix/*.yaml``) and its expansion into rows.
 
 A catalog names one family's workload, receiver personality and binding, and lists rows: one
-injected fault each (a proxy rule, a kill of the sink process at a proxy phase, a request held in
-flight while its worker dies, or one of the reference sink's failpoints) with the expectation for
-the reference sink and the baseline sinks that must be caught duplicating. ``expand: failpoints``
-turns into one row per crash point of ``sink.runtime.failpoints.ALL_FAILPOINTS`` of the listed
-kinds, so a new failpoint is certified without touching the catalog.
+injected fault each (``certification.faults``) with the endings the certified sink may reach
+(``expect.end``) and the baselines that must be caught duplicating. ``expand: failpoints`` turns into
+one row per crash point of ``sink.runtime.failpoints.ALL_FAILPOINTS`` of the listed kinds, so a new
+failpoint is certified without touching the catalog.
+
+Expectations are strict: a row lists the endings it accepts (``first_run``, ``recovery``,
+``operator``, ``blocked``), and any ending that needs an operator or allows a blocked delivery
+must say why (``why``): that is reserved for rows where proof is impossible without the receiver's
+help or the receiver itself refused the delivery.
 """
 
 from __future__ import annotations
@@ -15,54 +19,94 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from certification.dataset import Dataset, DatasetError, read_dataset
+from certification.documents import DocumentError, load_yaml
+from certification.history import Ending
+from certification.receiver_contract import ReceiverContract, read_contract
 from sink.runtime.failpoints import ALL_FAILPOINTS, JOURNAL_WRITES, PREPARATION_POINTS
 
-CATALOG_SCHEMA = "restproof.fault_matrix_scenarios.v1"
+CATALOG_SCHEMA = "restproof.fault_matrix_scenarios.v2"
 BUNDLED = Path(__file__).resolve().parents[1] / "scenarios" / "matrix"
-Expectation = Literal["completed", "safe"]
 FailpointKind = Literal["prepare", "journal", "submit", "poll", "summary"]
 _ASYNC_ONLY_WRITES = frozenset({"record_continuation", "record_observation", "record_poll_result"})
 _NEVER_HIT_WRITES = frozenset({"record_retry_abandoned"})
+_NEEDS_WHY = frozenset({Ending.OPERATOR, Ending.BLOCKED})
+
+
+class CatalogError(ValueError):
+    """A catalog the harness refuses (invalid input: exit 2, before anything runs)."""
 
 
 class _Closed(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class DayTarget(_Closed):
+    day: str = Field(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
+
+
 class Fault(_Closed):
-    type: Literal["none", "proxy", "proxy_kill", "hold_kill_release", "failpoint"]
+    type: Literal["none", "proxy", "proxy_kill", "hold_kill_release", "failpoint", "receiver_rule",
+                  "external_cancel", "receiver_clock"]
     rule: dict[str, Any] | None = None
+    """``proxy``: a fault-proxy rule; ``receiver_rule``: a receiver behaviour rule."""
     phase: Literal["request_headers", "request", "forwarded", "response"] | None = None
     point: str | None = None
+    target: Literal["seeded"] | DayTarget | None = None
+    """The day whose first mutation request the fault acts on: a stated day, or one the seed picks."""
+    advance_seconds: tuple[float, ...] | None = Field(default=None, min_length=1, max_length=8)
+    """``receiver_clock``: the steps the receiver's clock jumps once a job was accepted (each read
+    between steps lets the receiver settle what became due, e.g. finish a job, then expire it)."""
+
+    @model_validator(mode="after")
+    def _fields_of_type(self) -> Fault:
+        needed = {"proxy": "rule", "receiver_rule": "rule", "proxy_kill": "phase", "failpoint": "point",
+                  "receiver_clock": "advance_seconds"}.get(self.type)
+        if needed is not None and getattr(self, needed) is None:
+            raise ValueError(f"a {self.type} fault needs {needed}")
+        if any(not 0 < step <= 10 * 365 * 86400 for step in self.advance_seconds or ()):
+            raise ValueError("each clock step is above 0 and at most ten years")
+        if self.target is not None and self.type not in ("proxy", "proxy_kill", "hold_kill_release"):
+            raise ValueError(f"a {self.type} fault cannot target a day")
+        return self
 
 
 class Expect(_Closed):
-    reference: Expectation = "safe"
+    end: tuple[Ending, ...] = Field(min_length=1)
+    why: str | None = Field(default=None, max_length=400)
+
+    @model_validator(mode="after")
+    def _explained(self) -> Expect:
+        if set(self.end) & _NEEDS_WHY and not self.why:
+            raise ValueError("an expectation that accepts an operator step or a blocked delivery says why")
+        return self
 
 
 class RowSpec(_Closed):
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,80}$")
     fault: Fault
-    expect: Expect = Field(default_factory=Expect)
-    naive_duplicates: tuple[str, ...] = ()
+    expect: Expect
+    caught_duplicating: tuple[str, ...] = ()
+    """Baseline sinks that must be caught duplicating on this row (proof the fault was real)."""
 
 
 class Expansion(_Closed):
     expand: Literal["failpoints"]
     kinds: tuple[FailpointKind, ...]
-    expect: Expect = Field(default_factory=Expect)
+    expect: Expect
+    overrides: dict[str, Expect] = Field(default_factory=dict)
+    """Per crash point, where it needs another expectation than the expansion's."""
 
 
 class Catalog(_Closed):
-    schema_id: Literal["restproof.fault_matrix_scenarios.v1"]
+    schema_id: Literal["restproof.fault_matrix_scenarios.v2"]
     family: Literal["sync_batch", "async_bulk_job"]
     workload: str
     receiver: str
     binding: str
     scope: dict[Literal["from", "to"], str]
-    fenced_receiver: bool
     rows: tuple[RowSpec | Expansion, ...] = Field(min_length=1)
 
 
@@ -76,10 +120,11 @@ class Row:
     binding: str
     scope_from: str
     scope_to: str
-    fenced_receiver: bool
     fault: Fault
     expect: Expect
-    naive_duplicates: tuple[str, ...] = field(default=())
+    caught_duplicating: tuple[str, ...] = ()
+    dataset: Dataset | None = field(default=None, compare=False)
+    contract: ReceiverContract | None = field(default=None, compare=False)
 
 
 def failpoints_of(kinds: Sequence[str], family: str) -> tuple[str, ...]:
@@ -96,32 +141,65 @@ def failpoints_of(kinds: Sequence[str], family: str) -> tuple[str, ...]:
     return tuple(chosen)
 
 
-def load_catalog(path: Path) -> list[Row]:
-    from sink.bounded_yaml import load_bounded_yaml_file  # noqa: PLC0415
+def _catalog(path: Path) -> Catalog:
+    try:
+        document = load_yaml(path)
+        if isinstance(document, dict) and document.get("schema_id") == "restproof.fault_matrix_scenarios.v1":
+            raise CatalogError(f"{path}: schema v1 catalogs have no strict expectations; "
+                               f"write {CATALOG_SCHEMA} (expect.end per row, docs/certification.md)")
+        return Catalog.model_validate(document)
+    except DocumentError as exc:
+        raise CatalogError(str(exc)) from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise CatalogError(f"{path}: not a scenario catalog ({where}: {first['msg']})") from None
 
-    catalog = Catalog.model_validate(load_bounded_yaml_file(path))
+
+def load_catalog(path: Path) -> list[Row]:
+    catalog = _catalog(path)
     base = path.parent
     prefix = "sync" if catalog.family == "sync_batch" else "async"
+    workload, receiver = (base / catalog.workload).resolve(), (base / catalog.receiver).resolve()
+    try:
+        dataset = read_dataset(workload, catalog.scope["from"], catalog.scope["to"])
+        contract = read_contract(receiver)
+    except (DatasetError, DocumentError) as exc:
+        raise CatalogError(f"{path}: {exc}") from None
     common = {
-        "catalog": path, "family": catalog.family, "workload": (base / catalog.workload).resolve(),
-        "receiver": (base / catalog.receiver).resolve(), "binding": catalog.binding,
-        "scope_from": catalog.scope["from"], "scope_to": catalog.scope["to"],
-        "fenced_receiver": catalog.fenced_receiver,
+        "catalog": path, "family": catalog.family, "workload": workload, "receiver": receiver,
+        "binding": catalog.binding, "scope_from": catalog.scope["from"], "scope_to": catalog.scope["to"],
+        "dataset": dataset, "contract": contract,
     }
     rows: list[Row] = []
     for entry in catalog.rows:
         if isinstance(entry, RowSpec):
+            if isinstance(entry.fault.target, DayTarget) and entry.fault.target.day not in dataset.universe:
+                raise CatalogError(f"{path}: row {entry.id} targets {entry.fault.target.day}, outside the scope")
             rows.append(Row(row_id=f"{prefix}.{entry.id}", fault=entry.fault, expect=entry.expect,
-                            naive_duplicates=entry.naive_duplicates, **common))  # type: ignore[arg-type]
+                            caught_duplicating=entry.caught_duplicating, **common))  # type: ignore[arg-type]
             continue
-        for point in failpoints_of(entry.kinds, catalog.family):
+        points = failpoints_of(entry.kinds, catalog.family)
+        unknown = sorted(set(entry.overrides) - set(points))
+        if unknown:
+            raise CatalogError(f"{path}: overrides name crash points the expansion does not make: {unknown}")
+        for point in points:
             rows.append(Row(row_id=f"{prefix}.failpoint.{point}", fault=Fault(type="failpoint", point=point),
-                            expect=entry.expect, **common))  # type: ignore[arg-type]
-    ids = [row.row_id for row in rows]
-    if len(set(ids)) != len(ids):
-        raise ValueError(f"{path}: duplicate row ids")
+                            expect=entry.overrides.get(point, entry.expect), **common))  # type: ignore[arg-type]
+    return rows
+
+
+def load_catalogs(paths: Sequence[Path]) -> list[Row]:
+    """Every row of every catalog; the same row id twice is refused before anything runs."""
+    rows = [row for path in paths for row in load_catalog(path)]
+    seen: dict[str, Path] = {}
+    for row in rows:
+        if row.row_id in seen:
+            raise CatalogError(f"row id {row.row_id} is in {seen[row.row_id]} and {row.catalog}: "
+                               "row ids must be unique across the catalogs of a run")
+        seen[row.row_id] = row.catalog
     return rows
 
 
 def bundled_rows() -> list[Row]:
-    return [row for path in sorted(BUNDLED.glob("*.yaml")) for row in load_catalog(path)]
+    return load_catalogs(sorted(BUNDLED.glob("*.yaml")))

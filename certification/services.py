@@ -111,11 +111,35 @@ class Receiver:
         document: dict[str, Any] = response.json()
         return document
 
+    def rows(self) -> list[dict[str, Any]]:
+        """Every row the receiver holds (its canonical encoding, base64), for the content check."""
+        return self._pages("/_admin/rows")
+
+    def behaviour(self) -> dict[str, Any]:
+        document: dict[str, Any] = self._get("/_admin/behaviour")
+        return document
+
     def post(self, path: str, body: dict[str, Any] | None = None) -> Any:
         response = self.client.post(self.admin_url + path, json=body or {}, headers=ADMIN_HEADERS)
         if response.status_code >= 400:
             raise ServiceUnavailable(f"receiver admin API refused {path}: {response.status_code}")
         return response.json() if response.content else None
+
+    def put_behaviour(self, document: dict[str, Any]) -> None:
+        response = self.client.put(self.admin_url + "/_admin/behaviour", json=document, headers=ADMIN_HEADERS)
+        if response.status_code == 422:
+            raise RuleRefused("the receiver refused the row's behaviour change as invalid (422)")
+        if response.status_code >= 400:
+            raise ServiceUnavailable(f"receiver admin API refused the behaviour: {response.status_code}")
+
+    def cancel_job(self, job_id: str) -> bool:
+        """Cancel a job from outside (an operator at the receiver); False when it was already terminal."""
+        response = self.client.post(f"{self.admin_url}/_admin/jobs/{job_id}/cancel", headers=ADMIN_HEADERS)
+        if response.status_code == 409:
+            return False
+        if response.status_code >= 400:
+            raise ServiceUnavailable(f"receiver admin API refused a cancel: {response.status_code}")
+        return True
 
     def reset(self) -> None:
         self.post("/_admin/reset")
@@ -170,14 +194,26 @@ class Proxy:
         self._call("POST", "/reset", {} if seed is None else {"seed": seed})
 
     def log(self) -> list[dict[str, Any]]:
+        return self.log_with_gaps()[0]
+
+    def log_with_gaps(self) -> tuple[list[dict[str, Any]], int]:
+        """Every entry kept, and how many the proxy dropped (a log with a gap proves nothing)."""
         entries: list[dict[str, Any]] = []
-        since = 0
+        since, dropped = 0, 0
         while True:
             page = self._call("GET", f"/log?since={since}")
             entries.extend(page["entries"])
+            dropped = max(dropped, int(page.get("dropped") or 0))
             if not page["entries"]:
-                return entries
+                return entries, dropped
             since = int(page["next_seq"])
+
+    def rule(self, rule_id: str) -> dict[str, Any]:
+        document: dict[str, Any] = self._call("GET", f"/rules/{rule_id}")
+        return document
+
+    def delete_rule(self, rule_id: str) -> None:
+        self._call("DELETE", f"/rules/{rule_id}")
 
     def held(self) -> list[dict[str, Any]]:
         document: list[dict[str, Any]] = self._call("GET", "/held")["held"]

@@ -1,49 +1,59 @@
 """Sinks under test: the small adapter contract every sink meets (docs/certification.md).
 
-A sink is a command. The harness starts it with the receiver URL (through the fault proxy), the
-dataset (a workload file and the exported request bundle), a state directory and a worker id, and
-reads its exit code and, optionally, a JSON result on stdout. ``recover`` is what an orchestrator
-runs after a crash or a failed run, as another host: a fresh process with its own worker id and
-working directory that shares only the state directory. ``operator`` (optional) is run once per
-child the sink reports blocked with an unknown effect.
+A sink is a command. The harness starts it with the receiver URL (through the wire tap and the
+fault proxy), the dataset (a workload file, and for sinks that want them the reference sink's
+exported requests), a state directory and a worker id, and reads its exit code and, optionally, a
+JSON result on stdout. ``recover`` is what an orchestrator runs after a crash or a failed run, as
+another host. ``operator`` (optional) is run once per child the sink reports blocked with an
+unknown effect. A sink's ``role`` is explicit: ``certified`` (judged strictly; the first ``--sink`` of
+a run is the certified one) or ``baseline`` (a known-bad sink the faults must catch): never a name.
 
-Every process is started through a tiny launcher that reports its pid and waits for a go signal
-before ``exec``-ing the sink, so a fault that must kill *that* process is armed before its first
-byte, without races and without the sink's cooperation.
+Every process starts through a tiny launcher that reports its pid and waits for a go signal before
+``exec``-ing the sink, so a fault that must kill *that* process is armed before its first byte. The
+harness does not reap a process before ``before_reap`` has run, so while a kill rule naming its pid is
+armed that pid cannot belong to anyone else (a zombie keeps it); the hook disarms the rule.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-SINK_SCHEMA = "restproof.sink_under_test.v1"
+from certification.dataset import day_range
+from certification.documents import DocumentError, load_yaml, loads_json
+
+SINK_SCHEMA = "restproof.sink_under_test.v2"
 BUNDLED = Path(__file__).resolve().parents[1] / "scenarios" / "sinks"
 RUN_TIMEOUT_S = 120.0
+MAX_RESULT_BYTES = 4 * 1024 * 1024
 _LAUNCHER = (
     "import os, sys, time\n"
     "go = sys.argv[1]\n"
     "deadline = time.monotonic() + 30\n"
     "while not os.path.exists(go) and time.monotonic() < deadline:\n"
     "    time.sleep(0.005)\n"
+    "if not os.path.exists(go):\n"
+    "    sys.exit(70)\n"
     "os.execvp(sys.argv[2], sys.argv[2:])\n"
 )
+Role = Literal["certified", "baseline"]
 
 
 class SinkSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    schema_id: Literal["restproof.sink_under_test.v1"]
+    schema_id: Literal["restproof.sink_under_test.v2"]
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,62}$")
+    role: Role
     description: str = Field(max_length=300)
     run: tuple[str, ...] = Field(min_length=1, max_length=64)
     recover: tuple[str, ...] | None = None
@@ -51,12 +61,36 @@ class SinkSpec(BaseModel):
     result: Literal["reference_json", "units_json", "none"] = "none"
     failpoints: bool = False
     """The sink honours ``RESTPROOF_FAILPOINT`` (the reference sink's crash points)."""
+    base_dir: Path | None = Field(default=None, exclude=True)
+    """The sink file's directory: ``{sink_dir}`` in its commands."""
+
+    @field_validator("run", "recover", "operator")
+    @classmethod
+    def _plain_arguments(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        for argument in value or ():
+            if "\x00" in argument or len(argument) > 4096:
+                raise ValueError("a command argument holds a NUL character or is over 4096 characters")
+        return value
+
+
+class SinkFileError(ValueError):
+    """A sink file the harness refuses (invalid input: exit 2)."""
 
 
 def load_sink(path: Path) -> SinkSpec:
-    from sink.bounded_yaml import load_bounded_yaml_file  # noqa: PLC0415 - the one YAML entry point
-
-    return SinkSpec.model_validate(load_bounded_yaml_file(path))
+    try:
+        document = load_yaml(path)
+        if isinstance(document, dict) and document.get("schema_id") == "restproof.sink_under_test.v1":
+            raise SinkFileError(f"{path}: schema restproof.sink_under_test.v1 has no explicit role; "
+                                "write schema_id restproof.sink_under_test.v2 with role: certified | baseline")
+        spec = SinkSpec.model_validate(document)
+    except DocumentError as exc:
+        raise SinkFileError(str(exc)) from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise SinkFileError(f"{path}: not a sink file ({where}: {first['msg']})") from None
+    return spec.model_copy(update={"base_dir": path.resolve().parent})
 
 
 def bundled_sinks() -> dict[str, SinkSpec]:
@@ -75,7 +109,10 @@ class Finished:
     exit_code: int
     """Negative: killed by that signal."""
     stdout: str
-    seconds: float
+    started_at: float
+    ended_at: float
+    timed_out: bool = False
+    """The harness killed it at its time limit (a hang; never a fault of the row)."""
 
 
 def render(template: Sequence[str], values: Mapping[str, str]) -> tuple[str, ...]:
@@ -92,72 +129,147 @@ def default_values() -> dict[str, str]:
     return {"python": sys.executable, "delivery": str(Path(sys.executable).with_name("delivery"))}
 
 
+@dataclass
 class Launched:
     """A sink process held at the launcher until ``go()``; its pid is the sink's pid after exec."""
 
-    def __init__(self, invocation: Invocation) -> None:
-        invocation.cwd.mkdir(parents=True, exist_ok=True)
-        self._go = invocation.cwd / f".go-{os.getpid()}-{time.monotonic_ns()}"
-        self.started = time.monotonic()
+    invocation: Invocation
+    before_reap: Callable[[], None] | None = None
+    process: subprocess.Popen[bytes] = field(init=False)
+    started_at: float = field(init=False)
+    _output: bytearray = field(init=False, default_factory=bytearray)
+
+    def __post_init__(self) -> None:
+        self.invocation.cwd.mkdir(parents=True, exist_ok=True)
+        self._go = self.invocation.cwd / f".go-{os.getpid()}-{time.monotonic_ns()}"
+        self.started_at = time.time()
         self.process = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(self._go), *invocation.argv], cwd=invocation.cwd,
-            env=dict(invocation.env), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+            [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(self._go), *self.invocation.argv],
+            cwd=self.invocation.cwd, env=dict(self.invocation.env), stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
         )
+        self._reader = threading.Thread(target=self._drain, daemon=True)
+        self._reader.start()
+
+    def _drain(self) -> None:
+        assert self.process.stdout is not None
+        for chunk in iter(lambda: self.process.stdout.read(65536), b""):  # type: ignore[union-attr]
+            room = MAX_RESULT_BYTES - len(self._output)
+            if room > 0:
+                self._output.extend(chunk[:room])
 
     @property
     def pid(self) -> int:
         return self.process.pid
 
     def go(self) -> None:
+        self.started_at = time.time()
         self._go.touch()
 
     def go_and_wait(self, timeout: float = RUN_TIMEOUT_S) -> Finished:
         self.go()
         return self.wait(timeout)
 
-    def wait(self, timeout: float = RUN_TIMEOUT_S) -> Finished:
+    def exited(self) -> bool:
+        """Has it exited (without reaping it)?"""
         try:
-            stdout, _ = self.process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            stdout, _ = self.process.communicate()
+            status = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG)
+        except ChildProcessError:
+            return True
+        return status is not None
+
+    def wait(self, timeout: float = RUN_TIMEOUT_S) -> Finished:
+        deadline = time.monotonic() + timeout
+        timed_out = False
+        while not self.exited():
+            if time.monotonic() >= deadline:
+                timed_out = True
+                self.process.kill()  # still unreaped: the pid is ours
+                while not self.exited():
+                    time.sleep(0.01)
+                break
+            time.sleep(0.01)
+        ended = time.time()
+        if self.before_reap is not None:
+            self.before_reap()
+        code = self.process.wait()
+        self._reader.join(timeout=10)
         self._go.unlink(missing_ok=True)
-        return Finished(self.process.returncode, stdout.decode("utf-8", "replace")[-1_000_000:],
-                        time.monotonic() - self.started)
+        return Finished(code, bytes(self._output).decode("utf-8", "replace"), self.started_at, ended, timed_out)
+
+    def kill(self) -> None:
+        """SIGKILL the sink (it is unreaped, so this pid is still the sink's)."""
+        if not self.exited():
+            self.process.kill()
 
 
-def unit_outcomes(spec: SinkSpec, stdout: str, unit_of: Mapping[tuple[str, str], str]) -> dict[str, str]:
-    """The sink's own claims per delivery unit, from its JSON result (empty when it has none)."""
+def _last_document(stdout: str) -> Any:
+    lines = stdout.strip().splitlines()
+    if not lines:
+        raise DocumentError("no output")
+    return loads_json(lines[-1], "the result")
+
+
+def _days(start: object, end: object) -> tuple[str, ...]:
     try:
-        document = json.loads(stdout.strip().splitlines()[-1]) if stdout.strip() else {}
-    except (ValueError, IndexError):
-        return {}
+        return day_range(str(start)[:10], str(end)[:10])
+    except ValueError:
+        return ()
+
+
+def unit_claims(spec: SinkSpec, stdout: str) -> tuple[dict[str, str], str | None]:
+    """The sink's own claims per day, from its JSON result; and a problem text when a result it
+    declares is missing or not in the documented shape (a crash, or a protocol violation)."""
+    if spec.result == "none":
+        return {}, None
+    try:
+        document = _last_document(stdout)
+    except DocumentError as exc:
+        return {}, f"its {spec.result} result is unreadable ({str(exc).split(': ')[-1]})"
+    key = "children" if spec.result == "reference_json" else "units"
+    if spec.result == "reference_json" and isinstance(document, dict) and document.get("ok") is False \
+            and isinstance(document.get("errors"), list):
+        return {}, None  # the documented error document: no claim about any day
+    items = document.get(key) if isinstance(document, dict) else None
+    if not isinstance(items, list):
+        return {}, f"its {spec.result} result has no list of {key}"
     claims: dict[str, str] = {}
-    if spec.result == "reference_json" and isinstance(document, dict):
-        for child in document.get("children", []):
-            scope = child.get("scope", {})
-            unit = unit_of.get((str(scope.get("start", ""))[:10], str(scope.get("end", ""))[:10]))
-            if unit is not None:
-                status = child.get("status")
-                effect = child.get("axes", {}).get("remote_effect")
-                claims[unit] = "completed" if status == "completed" else (
-                    "unknown" if effect == "UNKNOWN" else "partial" if effect == "PARTIALLY_APPLIED" else "failed")
-    elif spec.result == "units_json" and isinstance(document, dict):
-        for item in document.get("units", []):
-            unit = unit_of.get((str(item.get("scope_from")), str(item.get("scope_to"))))
-            if unit is not None:
-                claims[unit] = "completed" if item.get("status") == "completed" else "failed"
-    return claims
+    for item in items:
+        if not isinstance(item, dict):
+            return claims, f"its {spec.result} result lists a non-object"
+        if spec.result == "reference_json":
+            scope = item.get("scope")
+            scope = scope if isinstance(scope, dict) else {}
+            axes = item.get("axes")
+            effect = axes.get("remote_effect") if isinstance(axes, dict) else None
+            status = item.get("status")
+            outcome = "completed" if status == "completed" else "unknown" if effect == "UNKNOWN" else \
+                "partial" if effect == "PARTIALLY_APPLIED" else "failed"
+            days = _days(scope.get("start"), scope.get("end"))
+        else:
+            outcome = "completed" if item.get("status") == "completed" else "failed"
+            days = _days(item.get("scope_from"), item.get("scope_to"))
+        for day in days:
+            claims[day] = outcome
+    return claims, None
 
 
 def blocked_children(stdout: str) -> list[str]:
     """Child operation ids the reference sink reported blocked with an unknown or partial effect."""
     try:
-        document = json.loads(stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
+        document = _last_document(stdout)
+    except DocumentError:
         return []
-    if not isinstance(document, dict):
+    children = document.get("children") if isinstance(document, dict) else None
+    if not isinstance(children, list):
         return []
-    return [str(child["operation_id"]) for child in document.get("children", [])
-            if child.get("status") == "blocked"
-            and child.get("axes", {}).get("remote_effect") in ("UNKNOWN", "PARTIALLY_APPLIED")]
+    blocked = []
+    for child in children:
+        if not isinstance(child, dict) or child.get("status") != "blocked":
+            continue
+        axes = child.get("axes")
+        operation = child.get("operation_id")
+        if isinstance(axes, dict) and axes.get("remote_effect") in ("UNKNOWN", "PARTIALLY_APPLIED") \
+                and isinstance(operation, str) and len(operation) <= 200:
+            blocked.append(operation)
+    return blocked

@@ -1,0 +1,304 @@
+"""One object per fault type: arm it, let it act, tell whether it fired, disarm it.
+
+A row's fault acts on the certified sink or the row is not evidence: each object reports from the
+harness's own witnesses (the proxy's log and rule counters, the receiver's request log, what the
+harness itself did) whether it acted. A kill targets the sink process by identity: the pid the
+harness hands the proxy belongs to its own child, which it does not reap while the kill rule is
+armed (``Launched.before_reap`` disarms it), so the pid cannot have been reused by anyone.
+
+A targeted fault acts on the first mutation request for one day of the scope (a stated day, or one
+the seed picks): the wire tap marks the requests for that day (``certification.wiretap``) and the
+proxy rule matches the mark, so the same seed gives the same fault whatever order a sink's
+requests in flight reach the proxy, and whatever its batching.
+"""
+
+from __future__ import annotations
+
+import abc
+import copy
+import hashlib
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from certification.history import FaultEvidence
+from certification.http_framing import RawRequest
+from certification.receiver_contract import ReceiverContract
+from certification.scenarios import DayTarget, Fault, Row
+from certification.services import Proxy, Receiver, ServiceUnavailable
+from certification.sinks import Finished, Launched
+from certification.wire_reader import read_request
+from certification.wiretap import Marker
+
+KILLED = -9
+MARK = "x-restproof-target"
+RULE_ID = "row-fault"
+RECEIVER_RULE = "row-rule"
+HOLD_WAIT_S = 60.0
+TERMINAL_JOB_STATES = frozenset({"complete", "incomplete", "error", "cancelled"})
+
+
+@dataclass
+class FaultContext:
+    row: Row
+    proxy: Proxy
+    receiver: Receiver | None
+    seed: int
+    target_day: str | None = None
+
+
+def target_day(row: Row, seed: int) -> str | None:
+    """The day a targeted fault acts on: stated, or picked by the seed among days holding rows."""
+    target = row.fault.target
+    if isinstance(target, DayTarget):
+        return target.day
+    if target != "seeded" or row.dataset is None:
+        return None
+    days = row.dataset.days_with_rows() or row.dataset.universe
+    pick = int(hashlib.sha256(f"{seed}/{row.row_id}".encode()).hexdigest(), 16) % len(days)
+    return days[pick]
+
+
+def day_marker(day: str, contract: ReceiverContract) -> Marker:
+    def decide(request: RawRequest) -> bool | None:
+        facts = read_request(request, contract)
+        if not facts.mutation:
+            return False
+        if facts.targets is None:
+            return None if not request.body_complete else False
+        return day in facts.targets
+
+    return decide
+
+
+class RowFault:
+    """No fault: nothing to arm, nothing that could fire."""
+
+    kind = "none"
+
+    def __init__(self, spec: Fault) -> None:
+        self.spec = spec
+        self.notes: list[str] = []
+
+    def arm(self, ctx: FaultContext, first: Launched) -> None:
+        """Before the first run leaves the launcher."""
+
+    def during_first_run(self, ctx: FaultContext, first: Launched) -> None:
+        """After ``go``, before the harness waits for the first run."""
+
+    def before_first_reap(self, ctx: FaultContext) -> None:
+        """The first run has exited and is not reaped yet: disarm what names its pid."""
+
+    def environment(self, finishes: Sequence[Finished]) -> Mapping[str, str]:
+        """Extra environment of the next run (the reference sink's crash points)."""
+        return {}
+
+    def restore(self, ctx: FaultContext) -> None:
+        """After the row: put back what arming changed outside the proxy (reset clears the proxy)."""
+
+    def evidence(self, ctx: FaultContext, finishes: Sequence[Finished], log: Sequence[Mapping[str, Any]]
+                 ) -> FaultEvidence:
+        return FaultEvidence(self.kind, None, "no fault to fire", ctx.target_day)
+
+    def _targeted(self, ctx: FaultContext, match: dict[str, Any]) -> dict[str, Any]:
+        if ctx.target_day is None:
+            return match
+        names = [*match.get("headers_present", ()), MARK]
+        return {**match, "headers_present": names}
+
+
+def _fired_entries(log: Sequence[Mapping[str, Any]], rule_id: str) -> list[Mapping[str, Any]]:
+    return [entry for entry in log
+            if any(isinstance(note, dict) and note.get("rule_id") == rule_id for note in entry.get("faults") or ())]
+
+
+class ProxyRuleFault(RowFault):
+    kind = "proxy"
+
+    def arm(self, ctx: FaultContext, first: Launched) -> None:
+        rule = copy.deepcopy(self.spec.rule or {})
+        rule["id"] = RULE_ID
+        if ctx.target_day is not None:
+            rule["match"] = self._targeted(ctx, dict(rule.get("match") or {}))
+        ctx.proxy.add_rule(rule)
+
+    def evidence(self, ctx: FaultContext, finishes: Sequence[Finished], log: Sequence[Mapping[str, Any]]
+                 ) -> FaultEvidence:
+        fired = len(_fired_entries(log, RULE_ID))
+        return FaultEvidence(self.kind, fired > 0, f"the proxy rule fired {fired} time(s)", ctx.target_day)
+
+
+class ProxyKillFault(RowFault):
+    kind = "proxy_kill"
+
+    def arm(self, ctx: FaultContext, first: Launched) -> None:
+        self.pid = first.pid
+        ctx.proxy.add_rule({"id": RULE_ID, "match": self._targeted(ctx, {"method": "POST"}), "fire": "once",
+                            "fault": {"action": "kill", "phase": self.spec.phase, "pid": first.pid}})
+
+    def before_first_reap(self, ctx: FaultContext) -> None:
+        try:
+            ctx.proxy.delete_rule(RULE_ID)
+        except ServiceUnavailable:  # already gone; a dead proxy shows in the row's evidence anyway
+            self.notes.append("the kill rule could not be removed")
+
+    def evidence(self, ctx: FaultContext, finishes: Sequence[Finished], log: Sequence[Mapping[str, Any]]
+                 ) -> FaultEvidence:
+        killed = [note for entry in _fired_entries(log, RULE_ID) for note in entry.get("faults") or ()
+                  if isinstance(note, dict) and note.get("action") == "kill"
+                  and isinstance(note.get("detail"), dict) and note["detail"].get("result") == "killed"
+                  and note["detail"].get("pid") == getattr(self, "pid", None)]
+        first = finishes[0] if finishes else None
+        fired = bool(killed) and first is not None and first.exit_code == KILLED and not first.timed_out
+        detail = f"the proxy killed the first run at {self.spec.phase}" if fired else \
+            f"no kill at {self.spec.phase} of the first run" + (": it hung" if first and first.timed_out else "")
+        return FaultEvidence(self.kind, fired, detail, ctx.target_day)
+
+
+class HoldKillReleaseFault(RowFault):
+    kind = "hold_kill_release"
+
+    def arm(self, ctx: FaultContext, first: Launched) -> None:
+        ctx.proxy.add_rule({"id": RULE_ID, "match": self._targeted(ctx, {"method": "POST"}), "fire": "once",
+                            "fault": {"action": "hold", "phase": "request", "timeout_seconds": 30,
+                                      "on_timeout": "release"}})
+        self.killed_while_held = False
+
+    def during_first_run(self, ctx: FaultContext, first: Launched) -> None:
+        deadline = time.monotonic() + HOLD_WAIT_S
+        held: list[dict[str, Any]] = []
+        while time.monotonic() < deadline and not first.exited():
+            held = ctx.proxy.held()
+            if held:
+                break
+            time.sleep(0.02)
+        if not held:
+            return
+        first.kill()  # the worker dies with its request in flight ...
+        while not first.exited():
+            time.sleep(0.01)
+        self.killed_while_held = True
+        for hold in held:
+            ctx.proxy.release(str(hold["hold_id"]))  # ... and the request reaches the receiver after all
+        time.sleep(0.3)
+
+    def evidence(self, ctx: FaultContext, finishes: Sequence[Finished], log: Sequence[Mapping[str, Any]]
+                 ) -> FaultEvidence:
+        fired = getattr(self, "killed_while_held", False)
+        return FaultEvidence(self.kind, fired, "the first run was killed with its request held, then released"
+                             if fired else "no request was held before the first run ended", ctx.target_day)
+
+
+class FailpointFault(RowFault):
+    kind = "failpoint"
+
+    def environment(self, finishes: Sequence[Finished]) -> Mapping[str, str]:
+        # Armed until a run dies on it: an async child meets its verification points only in the
+        # run that finds its job done, not in the first one.
+        if all(finish.exit_code != KILLED for finish in finishes):
+            return {"RESTPROOF_FAILPOINT": str(self.spec.point)}
+        return {}
+
+    def evidence(self, ctx: FaultContext, finishes: Sequence[Finished], log: Sequence[Mapping[str, Any]]
+                 ) -> FaultEvidence:
+        killed = [index + 1 for index, finish in enumerate(finishes)
+                  if finish.exit_code == KILLED and not finish.timed_out]
+        return FaultEvidence(self.kind, bool(killed), f"run {killed[0]} died at {self.spec.point}" if killed
+                             else f"no run died at {self.spec.point}: the crash point was never reached")
+
+
+class ReceiverRuleFault(RowFault):
+    """A receiver-side outcome: a behaviour rule (a failed job, a partial batch, a synthetic status)."""
+
+    kind = "receiver_rule"
+
+    def arm(self, ctx: FaultContext, first: Launched) -> None:
+        assert ctx.receiver is not None
+        self.original = ctx.receiver.behaviour()
+        changed = copy.deepcopy(self.original)
+        changed["rules"] = [*changed.get("rules", []), {**(self.spec.rule or {}), "name": RECEIVER_RULE}]
+        ctx.receiver.put_behaviour(changed)
+
+    def restore(self, ctx: FaultContext) -> None:
+        if ctx.receiver is not None and hasattr(self, "original"):
+            ctx.receiver.put_behaviour(self.original)
+
+    def evidence(self, ctx: FaultContext, finishes: Sequence[Finished], log: Sequence[Mapping[str, Any]]
+                 ) -> FaultEvidence:
+        requests = [] if ctx.receiver is None else ctx.receiver.requests()
+        fired = sum(1 for request in requests if RECEIVER_RULE in str(request.get("rule") or "").split(","))
+        return FaultEvidence(self.kind, fired > 0, f"the receiver's rule fired on {fired} request(s)")
+
+
+@dataclass
+class _JobWatcher:
+    """Acts once on the first async job the receiver accepts during the first run."""
+
+    act: Callable[[Receiver, dict[str, Any]], bool]
+    acted: bool = False
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    def watch(self, receiver: Receiver, first: Launched) -> None:
+        while not self.stop.is_set() and not first.exited():
+            jobs = [job for job in receiver.jobs() if job.get("state") not in TERMINAL_JOB_STATES]
+            if jobs:
+                self.acted = self.act(receiver, jobs[0])
+                return
+            time.sleep(0.02)
+
+
+class _WatchedJobFault(RowFault, abc.ABC):
+    done = ""
+    def during_first_run(self, ctx: FaultContext, first: Launched) -> None:
+        assert ctx.receiver is not None
+        self.watcher = _JobWatcher(self._act)
+        self.thread = threading.Thread(target=self.watcher.watch, args=(ctx.receiver, first), daemon=True)
+        self.thread.start()
+
+    def before_first_reap(self, ctx: FaultContext) -> None:
+        if hasattr(self, "watcher"):
+            self.watcher.stop.set()
+            self.thread.join(timeout=30)
+
+    @abc.abstractmethod
+    def _act(self, receiver: Receiver, job: dict[str, Any]) -> bool:
+        """Act on the accepted job; True when the action took."""
+
+    def evidence(self, ctx: FaultContext, finishes: Sequence[Finished], log: Sequence[Mapping[str, Any]]
+                 ) -> FaultEvidence:
+        acted = hasattr(self, "watcher") and self.watcher.acted
+        return FaultEvidence(self.kind, acted, self.done if acted else "no job was accepted during the first run")
+
+
+class ExternalCancelFault(_WatchedJobFault):
+    kind = "external_cancel"
+    done = "the receiver's job was cancelled from outside while the sink waited for it"
+
+    def _act(self, receiver: Receiver, job: dict[str, Any]) -> bool:
+        return receiver.cancel_job(str(job["job_id"]))
+
+
+class ReceiverClockFault(_WatchedJobFault):
+    kind = "receiver_clock"
+    done = "the receiver's clock jumped past the job's end once it was accepted"
+
+    def _act(self, receiver: Receiver, job: dict[str, Any]) -> bool:
+        for step in self.spec.advance_seconds or ():
+            receiver.advance_clock(step)
+            receiver.jobs()  # a read settles what became due before the next step
+        return True
+
+
+FAULT_TYPES: dict[str, type[RowFault]] = {
+    "none": RowFault, "proxy": ProxyRuleFault, "proxy_kill": ProxyKillFault,
+    "hold_kill_release": HoldKillReleaseFault, "failpoint": FailpointFault,
+    "receiver_rule": ReceiverRuleFault, "external_cancel": ExternalCancelFault,
+    "receiver_clock": ReceiverClockFault,
+}
+KILLING = frozenset({"proxy_kill", "hold_kill_release", "failpoint"})
+
+
+def fault_of(spec: Fault) -> RowFault:
+    return FAULT_TYPES[spec.type](spec)
