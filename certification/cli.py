@@ -24,6 +24,7 @@ from rich.table import Table
 from certification.artifacts import write_artifacts
 from certification.bench.cli import bench_app
 from certification.execute import RunRequest, execute
+from certification.gallery_command import gallery as gallery_command
 from certification.gate import gate as run_gate
 from certification.identity_matrix import IdentityMatrixFailed
 from certification.lanes import DEFAULT_LANES
@@ -216,6 +217,7 @@ def gate(baseline: Annotated[Path, typer.Option("--baseline")], current: Annotat
 
 
 app.command(name="report")(report_command)
+app.command(name="gallery")(gallery_command)
 
 
 def main() -> None:

@@ -46,7 +46,8 @@ def execute(request: RunRequest, console: Console) -> tuple[list[RowOutcome], di
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=console, transient=False) as progress:
             task = progress.add_task("certify", total=len(request.rows) * len(request.sinks))
-            outcomes = run_lanes(LanePlan(request.rows, request.sinks, work_root, request.seed, request.parallel),
+            outcomes = run_lanes(LanePlan.matrix(request.rows, request.sinks, work_root, request.seed,
+                                                 lanes=request.parallel),
                                  lambda row, work, lane_seed: family_services(row, work, lane_seed, live,
                                                                               request.isolation),
                                  lambda done: progress.update(task, advance=1, description=done))

@@ -23,26 +23,53 @@ from pathlib import Path
 
 from certification.matrix import Family, RowRunner
 from certification.scenarios import Row
-from certification.sinks import SinkSpec
+from certification.sinks import RUN_TIMEOUT_S, SinkSpec
 from certification.verdicts import RowOutcome, SinkRowResult
 
 FamilyFactory = Callable[[Row, Path, int], AbstractContextManager[Family]]
 """(first row of a catalog, lane work directory, seed) -> the lane's services for that catalog."""
 DEFAULT_LANES = min(4, 2 * (os.cpu_count() or 1))
 """Lanes mostly wait (lease waits, Retry-After, process start-up), so two per core keep the cores busy."""
-RowRun = Callable[[Family, Row, SinkSpec, Path, int, str], SinkRowResult]
-"""(the lane's services, row, sink, the row's work directory, seed, role) -> that sink's result on the row."""
 Progress = Callable[[str], None]
 """Called once per finished row-and-sink with a description of it."""
 
 
 @dataclass(frozen=True, slots=True)
+class RowJob:
+    """One sink on one row."""
+
+    row: Row
+    sink: SinkSpec
+    role: str
+    work: Path
+    seed: int
+    run_timeout: float
+
+
+RowRun = Callable[[Family, RowJob], SinkRowResult]
+"""(the lane's services, the job) -> that sink's result on the row."""
+@dataclass(frozen=True, slots=True)
+class PlanItem:
+    row: Row
+    sinks: tuple[tuple[SinkSpec, str], ...]
+    """Each sink with its role on this row, in the order they run."""
+
+
+@dataclass(frozen=True, slots=True)
 class LanePlan:
-    rows: Sequence[Row]
-    sinks: Sequence[SinkSpec]
+    items: Sequence[PlanItem]
     work_root: Path
     seed: int
     lanes: int
+    run_timeout: float = RUN_TIMEOUT_S
+
+    @classmethod
+    def matrix(cls, rows: Sequence[Row], sinks: Sequence[SinkSpec], work_root: Path, seed: int, *, lanes: int,
+               run_timeout: float = RUN_TIMEOUT_S) -> LanePlan:
+        """Every row on every sink: the first sink is the certified one, whatever its file says; the
+        others are baselines."""
+        roles = tuple((spec, "certified" if index == 0 else "baseline") for index, spec in enumerate(sinks))
+        return cls([PlanItem(row, roles) for row in rows], work_root, seed, lanes, run_timeout)
 
 
 class _Lane:
@@ -69,23 +96,18 @@ class _Lane:
             services.__exit__(None, None, None)
 
 
-def run_row(family: Family, row: Row, spec: SinkSpec, work: Path, seed: int, role: str  # noqa: PLR0917
-            ) -> SinkRowResult:
-    return RowRunner(family, row, spec, work, seed, role=role).run(must_be_caught=spec.name in row.caught_duplicating)
-
-
-def role_of(plan: LanePlan, spec: SinkSpec) -> str:
-    """The first sink of a run is the certified one, whatever its file says; the others are baselines."""
-    return "certified" if spec is plan.sinks[0] else "baseline"
+def run_row(family: Family, job: RowJob) -> SinkRowResult:
+    runner = RowRunner(family, job.row, job.sink, job.work, job.seed, role=job.role, run_timeout=job.run_timeout)
+    return runner.run(must_be_caught=job.sink.name in job.row.caught_duplicating)
 
 
 def run_lanes(plan: LanePlan, factory: FamilyFactory, progress: Progress, runner: RowRun = run_row,
               ) -> list[RowOutcome]:
-    """Every row on every sink; outcomes in the rows' order. The first error a lane meets (a
+    """Every item's sinks on its row; outcomes in the items' order. The first error a lane meets (a
     harness service unavailable, say) stops every lane and is raised here."""
-    jobs: queue.SimpleQueue[tuple[int, Row]] = queue.SimpleQueue()
-    for index, row in enumerate(plan.rows):
-        jobs.put((index, row))
+    jobs: queue.SimpleQueue[tuple[int, PlanItem]] = queue.SimpleQueue()
+    for index, item in enumerate(plan.items):
+        jobs.put((index, item))
     results: dict[int, RowOutcome] = {}
     errors: list[BaseException] = []
     stop = threading.Event()
@@ -95,16 +117,17 @@ def run_lanes(plan: LanePlan, factory: FamilyFactory, progress: Progress, runner
         try:
             while not stop.is_set():
                 try:
-                    index, row = jobs.get_nowait()
+                    index, item = jobs.get_nowait()
                 except queue.Empty:
                     return
+                row = item.row
                 family = lane.family_for(row)
                 sink_results: list[SinkRowResult] = []
-                for spec in plan.sinks:
+                for spec, role in item.sinks:
                     if stop.is_set():
                         return
                     work = plan.work_root / "rows" / row.row_id / spec.name
-                    sink_results.append(runner(family, row, spec, work, plan.seed, role_of(plan, spec)))
+                    sink_results.append(runner(family, RowJob(row, spec, role, work, plan.seed, plan.run_timeout)))
                     progress(f"{row.row_id} · {spec.name}")
                 with lock:
                     results[index] = RowOutcome(row, tuple(sink_results))
@@ -119,7 +142,7 @@ def run_lanes(plan: LanePlan, factory: FamilyFactory, progress: Progress, runner
                 with lock:
                     errors.append(exc)
 
-    count = max(1, min(plan.lanes, len(plan.rows)))
+    count = max(1, min(plan.lanes, len(plan.items)))
     threads = [threading.Thread(target=lane_main, args=(_Lane(i, plan, factory),), name=f"certify-lane{i}")
                for i in range(count)]
     for thread in threads:
@@ -134,4 +157,4 @@ def run_lanes(plan: LanePlan, factory: FamilyFactory, progress: Progress, runner
         raise
     if errors:
         raise errors[0]
-    return [results[index] for index in range(len(plan.rows))]
+    return [results[index] for index in range(len(plan.items))]

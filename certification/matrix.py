@@ -34,7 +34,16 @@ from certification.netns import NAMESPACE_MODE, PROCESS_MODE, HostNamespace, hos
 from certification.observe import RunWindow, effects_of, snapshot, wire_requests
 from certification.scenarios import Row
 from certification.services import Proxy, Receiver, ServiceUnavailable, proxy_process, receiver_process
-from certification.sinks import Finished, Invocation, Launched, SinkSpec, blocked_children, default_values, render
+from certification.sinks import (
+    RUN_TIMEOUT_S,
+    Finished,
+    Invocation,
+    Launched,
+    SinkSpec,
+    blocked_children,
+    default_values,
+    render,
+)
 from certification.sinks import unit_claims as parse_claims
 from certification.verdicts import NOT_APPLICABLE, UNVERIFIED, SinkRowResult, baseline_verdict, certified_verdict
 from certification.wiretap import WireTap
@@ -124,8 +133,10 @@ def _env(extra: Mapping[str, str]) -> dict[str, str]:
 
 
 class RowRunner:
-    def __init__(self, family: Family, row: Row, sink: SinkSpec, work: Path, seed: int, *, role: str) -> None:
+    def __init__(self, family: Family, row: Row, sink: SinkSpec, work: Path, seed: int, *, role: str,
+                 run_timeout: float = RUN_TIMEOUT_S) -> None:
         self.family, self.row, self.sink, self.work, self.seed, self.role = family, row, sink, work, seed, role
+        self.run_timeout = run_timeout
         self.values = {
             **default_values(), "workload": str(row.workload), "scope_from": row.scope_from,
             "scope_to": row.scope_to, "bindings_dir": str(family.bindings_dir), "state_dir": str(work / "state"),
@@ -170,11 +181,11 @@ class RowRunner:
             raise
         launched.go()
         self.fault.during_first_run(self.ctx, launched)
-        self._record(launched.wait(), RunKind.FIRST)
+        self._record(launched.wait(self.run_timeout), RunKind.FIRST)
 
     def _run(self, template: tuple[str, ...], host: int, kind: RunKind, **extra: str) -> Finished:
         finished = Launched(self._invocation(template, host, self.fault.environment(self.finishes), **extra)
-                            ).go_and_wait()
+                            ).go_and_wait(self.run_timeout)
         self._record(finished, kind)
         return finished
 
