@@ -37,6 +37,7 @@ from certification.signing import SigningError, build_test_result_predicate, gen
 from certification.sinks import SinkFileError, SinkSpec, bundled_sinks, load_sink
 from certification.verdicts import RowOutcome
 from certification.verify import VerificationFailed, verify_artifact
+from certification.verify_run import verify_run
 
 app = typer.Typer(name="certify", help="Certify REST bulk delivery sinks under injected faults.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
@@ -192,10 +193,18 @@ def keygen(directory: Annotated[Path, typer.Argument(help="Where to write NAME.k
 
 
 @app.command()
-def verify(artifact: Annotated[Path, typer.Argument(help="The artifact (JSON) to verify.")],
-           key: Annotated[Path, typer.Option("--key", help="PEM public key.")],
+def verify(artifact: Annotated[Path, typer.Argument(help="An artifact (JSON), or a run directory: every artifact, "
+                                                    "signature and history of the run.")],
+           key: Annotated[Path, typer.Option("--key", help="Pinned PEM public key.")],
            envelope: Annotated[Path | None, typer.Option("--envelope")] = None) -> None:
-    """Verify an artifact's DSSE envelope offline (own PAE verifier and securesystemslib)."""
+    """Verify evidence offline (own PAE verifier and securesystemslib): one artifact, or a whole run."""
+    if artifact.is_dir():
+        result = verify_run(artifact, key)
+        for problem in result.problems:
+            err.print(f"verify: {problem}", markup=False, highlight=False)
+        typer.echo(f"verify: {'verified' if result.passed else 'FAILED'} ({len(result.verified)} signatures, "
+                   f"{result.histories} histories bound to the signed matrix)")
+        raise typer.Exit(0 if result.passed else 4)
     try:
         evidence = verify_artifact(artifact, key, envelope)
     except VerificationFailed as exc:
@@ -205,11 +214,11 @@ def verify(artifact: Annotated[Path, typer.Argument(help="The artifact (JSON) to
 
 @app.command()
 def gate(baseline: Annotated[Path, typer.Option("--baseline")], current: Annotated[Path, typer.Option("--current")],
-         baseline_key: Annotated[Path, typer.Option("--baseline-key")],
-         current_key: Annotated[Path | None, typer.Option("--current-key")] = None) -> None:
-    """Fail on any safety counter, regression, missing row or worse benchmark ratio vs the baseline."""
-    result = run_gate(baseline, current, baseline_key=baseline_key,
-                      current_key=current_key or current / "keys" / "restproof-evidence.pub")
+         baseline_key: Annotated[Path, typer.Option("--baseline-key", help="Pinned public key of the baseline.")],
+         current_key: Annotated[Path, typer.Option("--current-key", help="Pinned public key the current run must be "
+                                                   "signed with (never read from inside the run).")]) -> None:
+    """Fail on a non-PASS run, any safety counter, regression, missing row or worse or missing benchmark ratio."""
+    result = run_gate(baseline, current, baseline_key=baseline_key, current_key=current_key)
     for problem in result.problems:
         err.print(f"gate: {problem}", markup=False, highlight=False)
     typer.echo(f"gate: {'PASS' if result.passed else 'FAIL'} ({result.rows_compared} rows compared)")

@@ -1,10 +1,12 @@
 """``certify gate``: a regression gate over two signed runs (the committed baseline and the current).
 
-Both runs' matrix and summary must verify (signature over the exact bytes, content digest). Then
-it fails, with the full list, on: any safety counter above zero for the certified sink, any row
-that passed in the baseline and does not pass now, any baseline row missing now, an invalid run
-(a baseline sink that had to be caught duplicating was not), and any benchmark ratio worse than
-the baseline beyond its stated tolerance.
+Both runs' matrix and summary must verify (signature over the exact bytes, content digest) against
+keys the caller pins: the current run's key is never taken from inside the run, so a run re-signed
+with a new key does not pass. Then it fails, with the full list, on: a current run whose own signed
+summary does not say PASS, any safety counter above zero for the certified sink, any row that passed
+in the baseline and does not pass now, any baseline row missing now, an invalid run (a baseline sink
+that had to be caught duplicating was not), any benchmark ratio worse than the baseline beyond its
+stated tolerance, and any baseline ratio the current run does not have.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from certification.verify import VerificationFailed, verify_artifact
 
 ARTIFACTS = Path("test_artifacts") / "connectors" / "rest"
 IDENTITY = "identity_conflict_matrix.json"
-SAFETY = ("duplicates", "false_successes", "unproved_resends", "silent_losses")
+SAFETY = ("duplicates", "false_successes", "unproved_resends", "silent_losses", "out_of_scope", "wrong_content")
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +96,8 @@ def gate(baseline: Path, current: Path, *, baseline_key: Path, current_key: Path
     problems.extend(f"{certified}: {name} = {totals[name]}" for name in SAFETY if totals.get(name))
     if not cur_summary.get("valid", False):
         problems.append("the current run is invalid: " + ", ".join(cur_summary.get("baseline_not_caught", [])))
+    if cur_summary.get("verdict") != "PASS":
+        problems.append(f"the current run's own signed verdict is {cur_summary.get('verdict')}, not PASS")
     current_rows = {row["row_id"]: row for row in cur_matrix["rows"]}
     compared = 0
     for row in base_matrix["rows"]:
@@ -114,6 +118,7 @@ def gate(baseline: Path, current: Path, *, baseline_key: Path, current_key: Path
         base_ratios, cur_ratios = {}, {}
     for name, (value, tolerance, better) in base_ratios.items():
         if name not in cur_ratios:
+            problems.append(f"{name}: in the baseline, missing from the current run")
             continue
         now_value = cur_ratios[name][0]
         worse = now_value < value * (1 - tolerance) if better == "higher" else now_value > value * (1 + tolerance)

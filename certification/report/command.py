@@ -58,6 +58,9 @@ def report(
     """Write one self-contained HTML page: the matrix grid, per-row timelines, bench plots, gate, signatures."""
     if (baseline is None) != (baseline_key is None):
         raise _fail("report.invalid_input", "--baseline and --baseline-key go together", 2)
+    if baseline is not None and key is None:
+        raise _fail("report.invalid_input", "--key is required with --baseline: the gate pins the current run's "
+                    "public key, it never takes one from inside the run", 2)
     key = key or directory / DEFAULT_KEY
     try:
         evidence = load_run(directory, key)

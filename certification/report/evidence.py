@@ -40,18 +40,28 @@ class _Open(BaseModel):
 
 class SinkCell(_Open):
     verdict: str = Field(max_length=64)
+    role: str = Field(default="", max_length=32)
     counters: dict[str, int] | None = None
     exit_codes: list[int] = []
     history_digest: str | None = None
+    ending: str | None = Field(default=None, max_length=32)
+    fault_fired: bool | None = None
+    checks: dict[str, str] = {}
     reasons: list[str] = []
+
+
+class Expectation(_Open):
+    end: list[str] = []
+    why: str | None = None
 
 
 class MatrixRow(_Open):
     row_id: str = Field(max_length=500)
     family: str = ""
-    expect: str = ""
+    expect: Expectation = Field(default_factory=Expectation)
     fault_plan: dict[str, Any] = {}
-    naive_duplicates_expected: list[str] = []
+    seed_effect: str = ""
+    caught_duplicating_expected: list[str] = []
     sinks: dict[str, SinkCell]
 
 
@@ -65,8 +75,10 @@ class Summary(_Open):
     verdict: str
     valid: bool
     failed_rows: list[str] = []
+    unverified_rows: list[str] = []
     baseline_not_caught: list[str] = []
     totals: dict[str, dict[str, int]] = {}
+    endings: dict[str, int] = {}
 
 
 class Plot(_Open):
@@ -99,34 +111,45 @@ class Bench(_Open):
 class RequestRecord(_Open):
     seq: int
     at: float
-    unit: str
-    fence_key: str | None = None
-    bytes_from_sink: bool
-    forwarded: bool
+    run: int = 0
+    targets: list[str] | None = None
+    fence: str | None = None
+    forwarded: str
     response_delivered: bool
-    fault: str | None = None
+    faults: list[str] = []
+    marked: bool = False
 
 
 class EffectRecord(_Open):
     seq: int
-    at: float
-    unit: str
-    fence_key: str | None = None
+    days: list[str] = []
+    fence: str | None = None
     rows: int
 
 
 class RunReport(_Open):
+    index: int
+    kind: str = ""
     exit_code: int
-    unit_outcomes: dict[str, str] = {}
+    timed_out: bool = False
+    claims: dict[str, str] = {}
+
+
+class FaultRecord(_Open):
+    kind: str = ""
+    fired: bool | None = None
+    detail: str = ""
+    target_day: str | None = None
 
 
 class HistoryDoc(_Open):
     row_id: str
-    expected_units: dict[str, int]
+    universe: list[str] = []
     requests: list[RequestRecord]
     effects: list[EffectRecord]
-    reports: list[RunReport]
-    fenced_receiver: bool = False
+    runs: list[RunReport]
+    fault: FaultRecord = Field(default_factory=FaultRecord)
+    ending: str = ""
 
 
 @dataclass(frozen=True, slots=True)

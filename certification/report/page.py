@@ -15,7 +15,7 @@ from jinja2 import DictLoader, Environment, StrictUndefined, select_autoescape
 
 from certification.gate import GateResult
 from certification.report.charts import Chart, chart, colours
-from certification.report.evidence import LoadedHistory, MatrixRow, RunEvidence, RunReport, SinkCell
+from certification.report.evidence import HistoryDoc, LoadedHistory, MatrixRow, RunEvidence, RunReport, SinkCell
 from certification.report.template import CSP, CSS, PAGE
 from certification.report.timeline import LABEL_WIDTH, LANES, Timeline, lane_y, layout
 
@@ -29,6 +29,7 @@ class Cell:
     verdict: str
     css: str
     counters: str
+    ending: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,10 +37,13 @@ class Part:
     """One sink's result on one row, with its timeline when its history is on disk."""
 
     sink: str
+    role: str
     verdict: str
     css: str
     reasons: list[str]
     exit_codes: str
+    ending: str
+    fault: str
     timeline: Timeline | None
     runs: list[RunReport]
     history_note: str
@@ -54,7 +58,16 @@ def _counters(cell: SinkCell) -> str:
         return ""
     c = cell.counters
     return " ".join(f"{letter}{c.get(name, 0)}" for letter, name in (
-        ("d", "duplicates"), ("f", "false_successes"), ("u", "unproved_resends"), ("l", "silent_losses")))
+        ("d", "duplicates"), ("f", "false_successes"), ("u", "unproved_resends"), ("l", "silent_losses"),
+        ("o", "out_of_scope"), ("w", "wrong_content")))
+
+
+def _fault(history: HistoryDoc | None) -> str:
+    fault = None if history is None else history.fault
+    if fault is None or fault.fired is None:
+        return ""
+    return ("fault fired: " if fault.fired else "FAULT NEVER FIRED: ") + fault.detail + (
+        f" (target day {fault.target_day})" if fault.target_day else "")
 
 
 def _history_note(loaded: LoadedHistory | None, cell: SinkCell) -> str:
@@ -68,8 +81,9 @@ def _history_note(loaded: LoadedHistory | None, cell: SinkCell) -> str:
 def _part(row: MatrixRow, sink: str, cell: SinkCell, evidence: RunEvidence) -> Part:
     loaded = evidence.histories.get((row.row_id, sink))
     history = loaded.history if loaded is not None else None
-    return Part(sink, cell.verdict, _css(cell.verdict), cell.reasons, ", ".join(map(str, cell.exit_codes)) or "none",
-                layout(history) if history is not None else None, history.reports if history is not None else [],
+    return Part(sink, cell.role, cell.verdict, _css(cell.verdict), cell.reasons,
+                ", ".join(map(str, cell.exit_codes)) or "none", cell.ending or "", _fault(history),
+                layout(history) if history is not None else None, history.runs if history is not None else [],
                 _history_note(loaded, cell))
 
 
@@ -83,10 +97,12 @@ def _sinks(evidence: RunEvidence) -> list[str]:
 def _rows(evidence: RunEvidence, sinks: list[str]) -> list[dict[str, Any]]:
     rows = []
     for index, row in enumerate(evidence.matrix.rows):
-        cells = [Cell(c.verdict, _css(c.verdict), _counters(c)) if (c := row.sinks.get(s)) is not None
-                 else Cell("—", "v-missing", "") for s in sinks]
+        cells = [Cell(c.verdict, _css(c.verdict), _counters(c), c.ending or "" if c.role == "certified" else "")
+                 if (c := row.sinks.get(s)) is not None else Cell("—", "v-missing", "", "") for s in sinks]
         fault = json.dumps(row.fault_plan, sort_keys=True)
-        rows.append({"anchor": f"row-{index}", "row_id": row.row_id, "family": row.family, "expect": row.expect,
+        expect = ", ".join(row.expect.end) + (f" — {row.expect.why}" if row.expect.why else "")
+        rows.append({"anchor": f"row-{index}", "row_id": row.row_id, "family": row.family, "expect": expect,
+                     "seed_effect": row.seed_effect,
                      "fault": fault if len(fault) <= MAX_FAULT_TEXT else fault[:MAX_FAULT_TEXT] + "…",
                      "cells": cells,
                      "parts": [_part(row, s, row.sinks[s], evidence) for s in sinks if s in row.sinks]})
@@ -124,6 +140,7 @@ def render(evidence: RunEvidence, *, source: str, key: str, gate: GateResult | N
         csp=CSP, css=CSS, source=source, key=key, created_at=evidence.matrix.created_at,
         certified=summary.certified_sink, verdict=summary.verdict, valid=summary.valid,
         not_caught=summary.baseline_not_caught, trusted=trusted(evidence), sinks=sinks,
+        endings=sorted(summary.endings.items()), unverified=summary.unverified_rows,
         rows=_rows(evidence, sinks), legend=sorted(VERDICT_CSS.items()), gate=gate,
         signatures=evidence.signatures, problems=evidence.problems, benches=_benches(evidence),
         lanes=lanes, label_width=LABEL_WIDTH,

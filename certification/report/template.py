@@ -52,16 +52,20 @@ certified sink <code>{{ certified }}</code> · {{ rows|length }} rows × {{ sink
 <p><span id="verdict" class="banner {{ 'ok-banner' if trusted and verdict == 'PASS' else 'bad-banner' }}">verdict:
 {{ verdict }}{% if not valid %} (invalid run: {{ not_caught|join(', ') }}){% endif %}
 {% if not trusted %} · NOT TRUSTED: a signature does not verify{% endif %}</span></p>
+<p class="meta" id="endings">how the certified sink's deliveries ended:
+{% for name, count in endings %}<b>{{ name }}</b> {{ count }}{% if not loop.last %} · {% endif %}{% endfor %}
+{% if unverified %} · <span class="sig-bad">unknown (UNVERIFIED): {{ unverified|join(', ') }}</span>{% endif %}</p>
 
 <h2 id="matrix">Fault matrix</h2>
 <p class="legend">{% for name, css in legend %}<span class="{{ css }}">{{ name }}</span>{% endfor %}
-<span class="note">counters: d duplicates · f false successes · u unproved resends · l silent losses</span></p>
+<span class="note">counters: d duplicates · f false successes · u unproved resends · l silent losses ·
+o out-of-scope effects · w wrong content; [ending] of the certified sink: first_run, recovery, operator, blocked</span></p>
 <table class="grid" id="grid">
 <thead><tr><th>row</th>{% for sink in sinks %}<th>{{ sink }}</th>{% endfor %}</tr></thead>
 <tbody>
 {% for row in rows %}<tr><th class="row"><a href="#{{ row.anchor }}">{{ row.row_id }}</a></th>
 {% for cell in row.cells %}<td class="cell {{ cell.css }}" data-verdict="{{ cell.verdict }}"><a href="#{{ row.anchor }}">
-{{ cell.verdict }}{% if cell.counters %}<br><span class="counters">{{ cell.counters }}</span>{% endif %}</a></td>{% endfor %}
+{{ cell.verdict }}{% if cell.ending %} [{{ cell.ending }}]{% endif %}{% if cell.counters %}<br><span class="counters">{{ cell.counters }}</span>{% endif %}</a></td>{% endfor %}
 </tr>
 {% endfor %}</tbody></table>
 
@@ -115,17 +119,19 @@ the statement naming the artifact's exact bytes, its content digest holding.</p>
 {% endfor %}
 
 <h2 id="rows">Rows</h2>
-<p class="note">Timelines: one slot per mutation request in the order the fault proxy saw it (the only clock
-the history shares), time since the first request below. Sink lane: <b>ok</b> response received,
-<b>info</b> sent with no response (the sink cannot know the effect), <b>fail</b> nothing reached the proxy.
-Proxy lane: forwarded (ok) or stopped (fail). Receiver lane: ground-truth effects under the request that
-caused them; an outlined red diamond is a duplicate.</p>
+<p class="note">Timelines: one slot per mutation request in the order it left the sink (the wire tap's clock,
+the only one the history shares), time since the first request below. Sink lane: <b>ok</b> response
+received, <b>info</b> sent with no response (the sink cannot know the effect). Proxy lane: forwarded (ok)
+or stopped (fail). Receiver lane: ground-truth effects under the request that caused them; an outlined red
+diamond is a duplicate.</p>
 {% for row in rows %}<section class="row" id="{{ row.anchor }}">
 <h3>{{ row.row_id }}</h3>
-<p class="meta">family {{ row.family }} · expect {{ row.expect }} · fault <code>{{ row.fault }}</code></p>
-{% for part in row.parts %}<h4>{{ part.sink }} — <span class="banner {{ part.css }}">{{ part.verdict }}</span></h4>
+<p class="meta">family {{ row.family }} · accepted endings {{ row.expect }} · fault <code>{{ row.fault }}</code>
+{% if row.seed_effect %} · seed: {{ row.seed_effect }}{% endif %}</p>
+{% for part in row.parts %}<h4>{{ part.sink }} ({{ part.role }}) — <span class="banner {{ part.css }}">{{ part.verdict }}</span>
+{% if part.ending %} ended: {{ part.ending }}{% endif %}</h4>
 {% if part.reasons %}<ul>{% for reason in part.reasons %}<li>{{ reason }}</li>{% endfor %}</ul>{% endif %}
-<p class="note">exit codes {{ part.exit_codes }}{% if part.history_note %} · {{ part.history_note }}{% endif %}</p>
+<p class="note">exit codes {{ part.exit_codes }}{% if part.fault %} · {{ part.fault }}{% endif %}{% if part.history_note %} · {{ part.history_note }}{% endif %}</p>
 {% if part.timeline %}{% set t = part.timeline %}<svg class="timeline" width="{{ t.width }}" height="{{ t.height }}"
  viewBox="0 0 {{ t.width }} {{ t.height }}" role="img" aria-label="timeline">
 {% for lane, y in lanes %}<line class="lane" x1="{{ label_width }}" x2="{{ t.width - 10 }}" y1="{{ y }}" y2="{{ y }}"/>
@@ -137,9 +143,9 @@ caused them; an outlined red diamond is a duplicate.</p>
 {% for x, label in t.ticks %}<text x="{{ x }}" y="{{ t.height - 8 }}" text-anchor="middle">{{ label }}</text>{% endfor %}
 </svg>{% if t.truncated %}<p class="note">first {{ t.shown_requests }} of {{ t.total_requests }} requests shown</p>{% endif %}
 {% endif %}
-{% if part.runs %}<table><thead><tr><th>run</th><th>exit</th><th>unit outcomes the sink reported</th></tr></thead><tbody>
-{% for run in part.runs %}<tr><td>{{ loop.index }}</td><td>{{ run.exit_code }}</td><td>{% for unit, outcome in run.unit_outcomes|dictsort %}
-<code>{{ unit }}</code>: {{ outcome }}{% if not loop.last %}, {% endif %}{% endfor %}</td></tr>{% endfor %}
+{% if part.runs %}<table><thead><tr><th>run</th><th>kind</th><th>exit</th><th>days the sink reported</th></tr></thead><tbody>
+{% for run in part.runs %}<tr><td>{{ run.index }}</td><td>{{ run.kind }}</td><td>{{ run.exit_code }}{% if run.timed_out %} (hung){% endif %}</td><td>{% for day, outcome in run.claims|dictsort %}
+<code>{{ day }}</code>: {{ outcome }}{% if not loop.last %}, {% endif %}{% endfor %}</td></tr>{% endfor %}
 </tbody></table>{% endif %}
 {% endfor %}</section>
 {% endfor %}
