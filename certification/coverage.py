@@ -1,0 +1,207 @@
+"""Fault-space coverage: which combinations of the fault space a run's rows exercised.
+
+The space is enumerated from the code's own lists, never typed by hand: the fault proxy's fault
+models (action x phase, from their ``Literal`` fields), the TCP proxy's toxic types x directions, the
+receiver's rule kinds and job outcomes, the reference sink's crash points, every bundled receiver
+personality with the families it serves, and the journal backends. Each row covers the cells its
+fault names for its family, personality and journal. ``scenarios/fault-space.yaml`` names the
+cells left out and why: ``not_meaningful`` (excluded from the figure, with the reason) or ``not_yet``
+(counted as missing, with the reason). The figure is covered / (all - not meaningful).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import typing
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from certification.documents import load_yaml
+from certification.receiver_contract import read_contract
+from certification.scenarios import BUNDLED, Row, failpoints_of
+
+RECEIVERS = BUNDLED.parent / "receivers"
+EXCLUSIONS = BUNDLED.parent / "fault-space.yaml"
+JOURNALS = ("sqlite", "postgres")
+FAMILIES = ("sync_batch", "async_bulk_job")
+JOB_OUTCOMES = ("external_cancel", "receipt_expiry")
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Cell:
+    dimension: str
+    """``http`` (action, phase), ``tcp`` (toxic, stream), ``receiver`` (rule kind / job outcome),
+    ``crash_point`` (point), ``none``."""
+    key: tuple[str, ...]
+    family: str
+    personality: str
+    journal: str
+
+    def name(self) -> str:
+        return f"{self.family}/{self.personality}/{self.journal}/{self.dimension}:{'.'.join(self.key)}"
+
+
+def _literal_values(model: type[BaseModel], field: str) -> tuple[str, ...]:
+    annotation = model.model_fields[field].annotation
+    return tuple(str(value) for value in typing.get_args(annotation))
+
+
+def http_cells() -> tuple[tuple[str, str], ...]:
+    """(action, phase) of every fault the proxy's rule models accept."""
+    from fault_proxy import rules  # noqa: PLC0415 - the proxy's own lists, read once per run
+
+    models = [getattr(rules, name) for name in dir(rules) if name.endswith("Fault") and name != "Fault"]
+    pairs = {(action, phase) for model in models if isinstance(model, type) and issubclass(model, BaseModel)
+             and "action" in model.model_fields and "phase" in model.model_fields
+             for action in _literal_values(model, "action") for phase in _literal_values(model, "phase")}
+    return tuple(sorted(pairs))
+
+
+def tcp_cells() -> tuple[tuple[str, str], ...]:
+    from fault_proxy.tcp.toxics import Stream, ToxicType  # noqa: PLC0415
+
+    return tuple((toxic.value, stream.value) for toxic in ToxicType for stream in Stream)
+
+
+def receiver_cells(family: str) -> tuple[tuple[str], ...]:
+    from mock_receiver import behaviour  # noqa: PLC0415
+
+    action = typing.get_args(behaviour.Action)[0]
+    kinds = sorted(_literal_values(model, "kind")[0] for model in typing.get_args(action))
+    if family == "sync_batch":
+        kinds = [kind for kind in kinds if kind != "job_failure"]
+    else:
+        kinds.extend(JOB_OUTCOMES)
+    return tuple((kind,) for kind in kinds)
+
+
+def personalities() -> dict[str, tuple[str, ...]]:
+    """Every bundled receiver personality with the families it serves."""
+    served: dict[str, tuple[str, ...]] = {}
+    for path in sorted(RECEIVERS.glob("*.yaml")):
+        contract = read_contract(path)
+        families = (("sync_batch",) if contract.sync_fence is not None else ()) + (
+            ("async_bulk_job",) if contract.async_fence is not None else ())
+        served[contract.name] = families
+    return served
+
+
+def fault_space() -> list[Cell]:
+    cells: list[Cell] = []
+    http, tcp = http_cells(), tcp_cells()
+    for personality, families in personalities().items():
+        for family in families:
+            for journal in JOURNALS:
+                def add(dimension: str, keys: Iterable[tuple[str, ...]], *, f: str = family,
+                        p: str = personality, j: str = journal) -> None:
+                    cells.extend(Cell(dimension, key, f, p, j) for key in keys)
+
+                add("none", [("none",)])
+                add("http", http)
+                add("tcp", tcp)
+                add("receiver", receiver_cells(family))
+                add("crash_point", [(point,) for point in failpoints_of(
+                    ("prepare", "journal", "submit", "poll", "summary"), family)])
+    return sorted(set(cells))
+
+
+def row_cells(row: Row, journal: str) -> list[Cell]:
+    """The cells one row covers."""
+    fault = row.fault
+    personality = row.contract.name if row.contract is not None else Path(row.receiver).stem
+    keys: list[tuple[str, tuple[str, ...]]] = []
+    rule: dict[str, Any] = fault.rule or {}
+    if fault.type == "none":
+        keys.append(("none", ("none",)))
+    elif fault.type == "proxy":
+        action = rule.get("fault", {})
+        keys.append(("http", (str(action.get("action")), str(action.get("phase") or _default_phase(action)))))
+    elif fault.type == "proxy_kill":
+        keys.append(("http", ("kill", str(fault.phase))))
+    elif fault.type == "hold_kill_release":
+        keys.append(("http", ("hold", "request")))
+    elif fault.type == "failpoint":
+        keys.append(("crash_point", (str(fault.point),)))
+    elif fault.type == "receiver_rule":
+        keys.append(("receiver", (str(rule.get("action", {}).get("kind")),)))
+    elif fault.type == "external_cancel":
+        keys.append(("receiver", ("external_cancel",)))
+    elif fault.type == "receiver_clock":
+        keys.append(("receiver", ("receipt_expiry",)))
+    return [Cell(dimension, key, row.family, personality, journal) for dimension, key in keys]
+
+
+def _default_phase(action: dict[str, Any]) -> str:
+    return {"truncate": "response", "status": "request"}.get(str(action.get("action")), "")
+
+
+class Exclusion(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    cells: str = Field(min_length=1, max_length=300)
+    """A glob over ``Cell.name()``: ``family/personality/journal/dimension:key``."""
+    why: str = Field(min_length=1, max_length=400)
+    kind: Literal["not_meaningful", "not_yet"]
+
+
+class Exclusions(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    schema_id: Literal["restproof.fault_space_exclusions.v1"]
+    exclusions: tuple[Exclusion, ...] = ()
+
+
+def load_exclusions(path: Path = EXCLUSIONS) -> tuple[Exclusion, ...]:
+    return Exclusions.model_validate(load_yaml(path)).exclusions
+
+
+@dataclass(frozen=True, slots=True)
+class Coverage:
+    total: int
+    not_meaningful: int
+    covered: int
+    not_yet: tuple[tuple[str, int], ...]
+    """(why, cells) of meaningful cells left out on purpose, not yet covered."""
+    unexplained: tuple[str, ...]
+    """Meaningful cells no row covers and no exclusion explains (at most 50 named)."""
+    unexplained_count: int
+
+    @property
+    def figure(self) -> float:
+        meaningful = self.total - self.not_meaningful
+        return round(self.covered / meaningful, 4) if meaningful else 1.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"cells": self.total, "not_meaningful": self.not_meaningful, "meaningful": self.total -
+                self.not_meaningful, "covered": self.covered, "coverage": self.figure,
+                "not_yet": [{"why": why, "cells": count} for why, count in self.not_yet],
+                "unexplained": list(self.unexplained), "unexplained_count": self.unexplained_count}
+
+
+def _excluded(cell: Cell, exclusions: Sequence[Exclusion]) -> Exclusion | None:
+    name = cell.name()
+    return next((item for item in exclusions if fnmatch.fnmatchcase(name, item.cells)), None)
+
+
+def coverage(rows: Sequence[Row], journal: str, exclusions: Sequence[Exclusion] | None = None) -> Coverage:
+    space = fault_space()
+    rules = load_exclusions() if exclusions is None else exclusions
+    covered = {cell for row in rows for cell in row_cells(row, journal)} & set(space)
+    not_meaningful, unexplained = 0, []
+    not_yet: dict[str, int] = {}
+    for cell in space:
+        if cell in covered:
+            continue
+        rule = _excluded(cell, rules)
+        if rule is not None and rule.kind == "not_meaningful":
+            not_meaningful += 1
+        elif rule is not None:
+            not_yet[rule.why] = not_yet.get(rule.why, 0) + 1
+        else:
+            unexplained.append(cell.name())
+    return Coverage(len(space), not_meaningful, len(covered), tuple(sorted(not_yet.items())),
+                    tuple(unexplained[:50]), len(unexplained))
