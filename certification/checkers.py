@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from certification.history import History, Snapshot, WireRequest
+from certification.history import History, RunKind, Snapshot, WireRequest
 from certification.receiver_contract import MUTATION_ENDPOINTS
 
 
@@ -109,11 +109,13 @@ def wrong_content(history: History) -> CheckResult:
 
 
 def _claims(history: History) -> list[tuple[int, str, bool, Snapshot | None]]:
-    """(run, day, explicit, snapshot after that run) for every day a run claimed completed: an explicit
-    per-day claim, or every day of the scope when the run ended 0 (an orchestrator reads exit 0 as
-    "done")."""
+    """(run, day, explicit, snapshot after that run) for every day a delivery run claimed completed:
+    an explicit per-day claim, or every day of the scope when the run ended 0 (an orchestrator reads
+    exit 0 as "done"). An operator command's exit 0 says its step worked, not that the delivery is done."""
     claimed: list[tuple[int, str, bool, Snapshot | None]] = []
     for run in history.runs:
+        if run.kind is RunKind.OPERATOR:
+            continue
         snapshot = history.snapshot_after(run.index)
         explicit = {day for day, outcome in run.claims.items() if outcome == "completed"}
         claimed.extend((run.index, day, True, snapshot) for day in sorted(explicit))
@@ -172,11 +174,26 @@ def unproved_resends(history: History) -> CheckResult:
     return _result("unproved_resends", reasons)
 
 
+def checkpoint_gaps(history: History) -> CheckResult:
+    """A source checkpoint the sink says it advanced to day C while a day before C was not held exactly
+    at the receiver right then: the frontier passed a gap (the next run would skip that day)."""
+    reasons = []
+    for run in history.runs:
+        snapshot = history.snapshot_after(run.index)
+        if run.checkpoint is None or snapshot is None:
+            continue
+        gaps = [state.day for state in snapshot.days if state.day < run.checkpoint and not state.correct]
+        if gaps:
+            reasons.append(f"run {run.index} moved its checkpoint to {run.checkpoint} past {', '.join(gaps)}, "
+                           "which the receiver did not hold exactly")
+    return _result("checkpoint_gaps", reasons)
+
+
 SAFETY_CHECKERS: tuple[Callable[[History], CheckResult], ...] = (
-    duplicates, false_successes, unproved_resends, silent_losses, out_of_scope, wrong_content,
+    duplicates, false_successes, unproved_resends, silent_losses, out_of_scope, wrong_content, checkpoint_gaps,
 )
 SAFETY_COUNTERS = ("duplicates", "false_successes", "unproved_resends", "silent_losses", "out_of_scope",
-                   "wrong_content")
+                   "wrong_content", "checkpoint_gaps")
 
 
 def check_all(history: History) -> tuple[CheckResult, ...]:
@@ -192,6 +209,7 @@ class Counters:
     silent_losses: int
     out_of_scope: int = 0
     wrong_content: int = 0
+    checkpoint_gaps: int = 0
 
     @classmethod
     def of(cls, results: Sequence[CheckResult]) -> Counters:

@@ -14,13 +14,12 @@ requests in flight reach the proxy, and whatever its batching.
 
 from __future__ import annotations
 
-import abc
 import copy
 import hashlib
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from certification.history import FaultEvidence
@@ -30,7 +29,7 @@ from certification.scenarios import DayTarget, Fault, Row
 from certification.services import Proxy, Receiver, ServiceUnavailable
 from certification.sinks import Finished, Launched
 from certification.wire_reader import read_request
-from certification.wiretap import Marker
+from certification.wiretap import Marker, WireTap
 
 KILLED = -9
 MARK = "x-restproof-target"
@@ -47,6 +46,7 @@ class FaultContext:
     receiver: Receiver | None
     seed: int
     target_day: str | None = None
+    tap: WireTap | None = None
 
 
 def target_day(row: Row, seed: int) -> str | None:
@@ -209,96 +209,41 @@ class FailpointFault(RowFault):
                              else f"no run died at {self.spec.point}: the crash point was never reached")
 
 
-class ReceiverRuleFault(RowFault):
-    """A receiver-side outcome: a behaviour rule (a failed job, a partial batch, a synthetic status)."""
+class ConnectTimeoutFault(RowFault):
+    """The first run's connects never complete: the wire tap stops accepting and fills its listen queue,
+    so the kernel drops the sink's SYNs on the very address its binding names, until the first run
+    ends; recovery runs connect again."""
 
-    kind = "receiver_rule"
+    kind = "connect_timeout"
 
     def arm(self, ctx: FaultContext, first: Launched) -> None:
-        assert ctx.receiver is not None
-        self.original = ctx.receiver.behaviour()
-        changed = copy.deepcopy(self.original)
-        changed["rules"] = [*changed.get("rules", []), {**(self.spec.rule or {}), "name": RECEIVER_RULE}]
-        ctx.receiver.put_behaviour(changed)
+        assert ctx.tap is not None
+        ctx.tap.stall()
+        self.seen = False
 
-    def restore(self, ctx: FaultContext) -> None:
-        if ctx.receiver is not None and hasattr(self, "original"):
-            ctx.receiver.put_behaviour(self.original)
-
-    def evidence(self, ctx: FaultContext, finishes: Sequence[Finished], log: Sequence[Mapping[str, Any]]
-                 ) -> FaultEvidence:
-        requests = [] if ctx.receiver is None else ctx.receiver.requests()
-        fired = sum(1 for request in requests if RECEIVER_RULE in str(request.get("rule") or "").split(","))
-        return FaultEvidence(self.kind, fired > 0, f"the receiver's rule fired on {fired} request(s)")
-
-
-@dataclass
-class _JobWatcher:
-    """Acts once on the first async job the receiver accepts during the first run."""
-
-    act: Callable[[Receiver, dict[str, Any]], bool]
-    acted: bool = False
-    stop: threading.Event = field(default_factory=threading.Event)
-
-    def watch(self, receiver: Receiver, first: Launched) -> None:
-        while not self.stop.is_set() and not first.exited():
-            jobs = [job for job in receiver.jobs() if job.get("state") not in TERMINAL_JOB_STATES]
-            if jobs:
-                self.acted = self.act(receiver, jobs[0])
-                return
-            time.sleep(0.02)
-
-
-class _WatchedJobFault(RowFault, abc.ABC):
-    done = ""
     def during_first_run(self, ctx: FaultContext, first: Launched) -> None:
-        assert ctx.receiver is not None
-        self.watcher = _JobWatcher(self._act)
-        self.thread = threading.Thread(target=self.watcher.watch, args=(ctx.receiver, first), daemon=True)
+        tap = ctx.tap
+        assert tap is not None
+
+        def watch() -> None:
+            while not first.exited() and not self.seen:
+                self.seen = tap.connect_hanging()
+                time.sleep(0.02)
+
+        self.thread = threading.Thread(target=watch, daemon=True)
         self.thread.start()
 
     def before_first_reap(self, ctx: FaultContext) -> None:
-        if hasattr(self, "watcher"):
-            self.watcher.stop.set()
-            self.thread.join(timeout=30)
+        if hasattr(self, "thread"):
+            self.thread.join(timeout=10)
+        self.restore(ctx)
 
-    @abc.abstractmethod
-    def _act(self, receiver: Receiver, job: dict[str, Any]) -> bool:
-        """Act on the accepted job; True when the action took."""
+    def restore(self, ctx: FaultContext) -> None:
+        if ctx.tap is not None and hasattr(self, "seen"):
+            ctx.tap.resume()
 
     def evidence(self, ctx: FaultContext, finishes: Sequence[Finished], log: Sequence[Mapping[str, Any]]
                  ) -> FaultEvidence:
-        acted = hasattr(self, "watcher") and self.watcher.acted
-        return FaultEvidence(self.kind, acted, self.done if acted else "no job was accepted during the first run")
-
-
-class ExternalCancelFault(_WatchedJobFault):
-    kind = "external_cancel"
-    done = "the receiver's job was cancelled from outside while the sink waited for it"
-
-    def _act(self, receiver: Receiver, job: dict[str, Any]) -> bool:
-        return receiver.cancel_job(str(job["job_id"]))
-
-
-class ReceiverClockFault(_WatchedJobFault):
-    kind = "receiver_clock"
-    done = "the receiver's clock jumped past the job's end once it was accepted"
-
-    def _act(self, receiver: Receiver, job: dict[str, Any]) -> bool:
-        for step in self.spec.advance_seconds or ():
-            receiver.advance_clock(step)
-            receiver.jobs()  # a read settles what became due before the next step
-        return True
-
-
-FAULT_TYPES: dict[str, type[RowFault]] = {
-    "none": RowFault, "proxy": ProxyRuleFault, "proxy_kill": ProxyKillFault,
-    "hold_kill_release": HoldKillReleaseFault, "failpoint": FailpointFault,
-    "receiver_rule": ReceiverRuleFault, "external_cancel": ExternalCancelFault,
-    "receiver_clock": ReceiverClockFault,
-}
-KILLING = frozenset({"proxy_kill", "hold_kill_release", "failpoint"})
-
-
-def fault_of(spec: Fault) -> RowFault:
-    return FAULT_TYPES[spec.type](spec)
+        seen = getattr(self, "seen", False)
+        return FaultEvidence(self.kind, seen, "the first run's connect hung in SYN_SENT" if seen
+                             else "the first run never tried to connect")

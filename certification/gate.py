@@ -20,7 +20,8 @@ from certification.verify import VerificationFailed, verify_artifact
 
 ARTIFACTS = Path("test_artifacts") / "connectors" / "rest"
 IDENTITY = "identity_conflict_matrix.json"
-SAFETY = ("duplicates", "false_successes", "unproved_resends", "silent_losses", "out_of_scope", "wrong_content")
+SAFETY = ("duplicates", "false_successes", "unproved_resends", "silent_losses", "out_of_scope", "wrong_content",
+          "checkpoint_gaps")
 
 
 @dataclass(frozen=True, slots=True)

@@ -126,6 +126,8 @@ class Run:
     """day -> what the sink said of it: ``completed``, ``unknown``, ``partial``, ``failed``."""
     result_problem: str | None = None
     """The result the sink declares was missing or not in its documented shape."""
+    checkpoint: str | None = None
+    """The first day the sink's source checkpoint does not cover: it claims every earlier day delivered."""
 
 
 @dataclass(frozen=True, slots=True)

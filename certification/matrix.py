@@ -28,7 +28,8 @@ import yaml
 from certification.checkers import Counters, check_all
 from certification.documents import load_yaml
 from certification.exercise import exercised
-from certification.faults import FaultContext, fault_of, target_day
+from certification.fault_types import fault_of
+from certification.faults import FaultContext, target_day
 from certification.history import Completeness, History, Run, RunKind, Snapshot
 from certification.netns import NAMESPACE_MODE, PROCESS_MODE, HostNamespace, host_namespace, relay
 from certification.observe import RunWindow, effects_of, snapshot, wire_requests
@@ -41,6 +42,7 @@ from certification.sinks import (
     Launched,
     SinkSpec,
     blocked_children,
+    checkpoint_claim,
     default_values,
     render,
 )
@@ -144,7 +146,7 @@ class RowRunner:
             "sink_dir": str(sink.base_dir or Path.cwd()),
         }
         self.fault = fault_of(row.fault)
-        self.ctx = FaultContext(row, family.proxy, family.receiver, seed, target_day(row, seed))
+        self.ctx = FaultContext(row, family.proxy, family.receiver, seed, target_day(row, seed), family.tap)
         self.finishes: list[Finished] = []
         self.runs: list[Run] = []
         self.snapshots: list[Snapshot] = []
@@ -161,8 +163,9 @@ class RowRunner:
         claims, problem = parse_claims(self.sink, finished.stdout) if kind is not RunKind.OPERATOR else ({}, None)
         index = len(self.runs) + 1
         self.finishes.append(finished)
+        checkpoint = checkpoint_claim(self.sink, finished.stdout) if kind is not RunKind.OPERATOR else None
         self.runs.append(Run(index, kind, finished.exit_code, finished.timed_out, finished.started_at,
-                             finished.ended_at, claims, problem if finished.exit_code >= 0 else None))
+                             finished.ended_at, claims, problem if finished.exit_code >= 0 else None, checkpoint))
         self._snapshot(index)
 
     def _snapshot(self, after_run: int) -> None:

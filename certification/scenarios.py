@@ -49,7 +49,7 @@ class DayTarget(_Closed):
 
 class Fault(_Closed):
     type: Literal["none", "proxy", "proxy_kill", "hold_kill_release", "failpoint", "receiver_rule",
-                  "external_cancel", "receiver_clock"]
+                  "external_cancel", "receiver_clock", "connect_timeout", "receiver_crash"]
     rule: dict[str, Any] | None = None
     """``proxy``: a fault-proxy rule; ``receiver_rule``: a receiver behaviour rule."""
     phase: Literal["request_headers", "request", "forwarded", "response"] | None = None

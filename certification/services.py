@@ -70,6 +70,19 @@ class Receiver:
     data_url: str
     admin_url: str
     client: httpx.Client
+    behaviour_file: Path | None = None
+    state_dir: Path | None = None
+
+    def crash_and_restart(self) -> None:
+        """SIGKILL the receiver (a crash, nothing flushed beyond what it committed) and start it again on
+        the same ports and the same durable ledger."""
+        assert self.behaviour_file is not None and self.state_dir is not None
+        self.process.kill()
+        self.process.wait()
+        data_port = int(urlsplit(self.data_url).port or 0)
+        admin_port = int(urlsplit(self.admin_url).port or 0)
+        self.process = _start_receiver(self.behaviour_file, self.state_dir, data_port, admin_port)
+        _wait_for_file(self.state_dir / "endpoints.json", self.process, "mock-receiver (restarted)")
 
     def _pages(self, path: str, **filters: str) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []
@@ -148,21 +161,26 @@ class Receiver:
         self.post("/_admin/clock/advance", {"seconds": seconds})
 
 
+def _start_receiver(behaviour: Path, state_dir: Path, port: int, admin_port: int) -> subprocess.Popen[bytes]:
+    (state_dir / "endpoints.json").unlink(missing_ok=True)
+    command = [
+        str(Path(sys.executable).with_name("mock-receiver")), "serve", "--host", "127.0.0.1", "--port", str(port),
+        "--admin-port", str(admin_port), "--behaviour", str(behaviour), "--state-dir", str(state_dir),
+    ]
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 @contextmanager
 def receiver_process(behaviour: Path, state_dir: Path) -> Iterator[Receiver]:
     state_dir.mkdir(parents=True, exist_ok=True)
-    endpoints = state_dir / "endpoints.json"
-    endpoints.unlink(missing_ok=True)
-    command = [
-        str(Path(sys.executable).with_name("mock-receiver")), "serve", "--host", "127.0.0.1", "--port", "0",
-        "--admin-port", "0", "--behaviour", str(behaviour), "--state-dir", str(state_dir),
-    ]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = _start_receiver(behaviour, state_dir, 0, 0)
     with ExitStack() as stack:
         stack.callback(_stop, process)
-        info = _wait_for_file(endpoints, process, "mock-receiver")
+        info = _wait_for_file(state_dir / "endpoints.json", process, "mock-receiver")
         client = stack.enter_context(httpx.Client(timeout=30.0))
-        yield Receiver(process, str(info["data_url"]), str(info["admin_url"]), client)
+        receiver = Receiver(process, str(info["data_url"]), str(info["admin_url"]), client, behaviour, state_dir)
+        stack.callback(lambda: _stop(receiver.process))  # the one running now, after any restart
+        yield receiver
 
 
 @dataclass

@@ -254,6 +254,25 @@ def unit_claims(spec: SinkSpec, stdout: str) -> tuple[dict[str, str], str | None
     return claims, None
 
 
+def checkpoint_claim(spec: SinkSpec, stdout: str) -> str | None:
+    """The first day the sink says its source checkpoint does NOT cover yet (everything before it is
+    claimed delivered): ``frontier.frontier_scope_end`` of the reference result, ``checkpoint`` of a
+    units result. None when it claims none."""
+    if spec.result == "none":
+        return None
+    try:
+        document = _last_document(stdout)
+    except DocumentError:
+        return None
+    if not isinstance(document, dict):
+        return None
+    value = document.get("checkpoint")
+    if spec.result == "reference_json":
+        frontier = document.get("frontier")
+        value = frontier.get("frontier_scope_end") if isinstance(frontier, dict) else None
+    return value[:10] if isinstance(value, str) and len(value) >= 10 else None
+
+
 def blocked_children(stdout: str) -> list[str]:
     """Child operation ids the reference sink reported blocked with an unknown or partial effect."""
     try:

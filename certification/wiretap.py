@@ -13,6 +13,11 @@ holds a request until the predicate can decide (its head, or for a body-scoped r
 body, at most MAX_HELD_BODY bytes), and adds ``X-Restproof-Target: 1`` to the head of every request
 it selects; the proxy rule matches that header. The recorded bytes are always the sink's own.
 
+Stalling: ``stall()`` stops accepting and fills the listen queue, so the kernel drops every further
+SYN and a sink's connect hangs until its own connect timeout, on the very address its binding names
+(a closed port would refuse at once, another address would change the sink's identity); ``resume()``
+accepts again.
+
 Rows never reach a log: the recorded bytes live in this process's memory for one row, and only
 derived facts (days, digests, counts) enter a history.
 """
@@ -27,12 +32,15 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from certification.http_framing import RawRequest, RequestFramer
 
 MARKER_HEADER = b"X-Restproof-Target"
 MAX_HELD_BODY = 16 * 1024 * 1024
 MAX_CONNECTION_BYTES = 96 * 1024 * 1024
+BACKLOG = 64
+_SYN_SENT = "02"
 Marker = Callable[[RawRequest], bool | None]
 """True: mark this request; False: do not; None: undecided until its body is complete."""
 
@@ -183,7 +191,11 @@ class WireTap:
         self._connections: list[TappedConnection] = []
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="restproof-wiretap", daemon=True)
-        self._servers: list[asyncio.AbstractServer] = []
+        self._sockets: list[socket.socket] = []
+        self._accepting: asyncio.Event | None = None
+        self._fillers: list[socket.socket] = []
+        self._filler_ports: set[int] = set()
+        self._relays: set[asyncio.Task[None]] = set()
         self.addresses: list[tuple[str, int]] = []
 
     def start(self) -> list[tuple[str, int]]:
@@ -193,13 +205,70 @@ class WireTap:
         return self.addresses
 
     async def _start(self) -> list[tuple[str, int]]:
+        self._accepting = asyncio.Event()
+        self._accepting.set()
         addresses = []
         for host, port in self._listen:
-            server = await asyncio.start_server(self._accept, host, port, reuse_address=True)
-            self._servers.append(server)
-            bound = server.sockets[0].getsockname()
+            sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((host, port))
+            sock.listen(BACKLOG)
+            sock.setblocking(False)
+            self._sockets.append(sock)
+            bound = sock.getsockname()
             addresses.append((bound[0], bound[1]))
+            asyncio.get_running_loop().create_task(self._accept_loop(sock))
         return addresses
+
+    async def _accept_loop(self, sock: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        assert self._accepting is not None
+        while True:
+            await self._accepting.wait()
+            connection, peer = await loop.sock_accept(sock)
+            if peer[1] in self._filler_ports:
+                connection.close()  # a filler of a stall: it only held a place in the queue
+                continue
+            reader, writer = await asyncio.open_connection(sock=connection)
+            task = loop.create_task(self._accept(reader, writer))
+            self._relays.add(task)  # keep a reference until it ends
+            task.add_done_callback(self._relays.discard)
+
+    def stall(self) -> None:
+        """Stop accepting on the first address and fill its queue: further connects hang."""
+        async def pause() -> None:
+            assert self._accepting is not None
+            self._accepting.clear()
+        asyncio.run_coroutine_threadsafe(pause(), self._loop).result(timeout=10)
+        host, port = self.addresses[0]
+        for _ in range(BACKLOG + 2):
+            filler = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+            filler.setblocking(False)
+            with contextlib.suppress(BlockingIOError):
+                filler.connect((host, port))
+            self._fillers.append(filler)
+            self._filler_ports.add(filler.getsockname()[1])
+
+    def resume(self) -> None:
+        async def go() -> None:
+            assert self._accepting is not None
+            self._accepting.set()
+        asyncio.run_coroutine_threadsafe(go(), self._loop).result(timeout=10)
+        time.sleep(0.05)  # let the queued fillers be accepted and dropped
+        for filler in self._fillers:
+            with contextlib.suppress(OSError):
+                filler.close()
+        self._fillers = []
+
+    def connect_hanging(self) -> bool:
+        """Is a connect to the first address waiting in SYN_SENT right now (the kernel's TCP table)?"""
+        try:
+            table = Path("/proc/net/tcp").read_text()
+        except OSError:
+            return False
+        wanted = f":{self.addresses[0][1]:04X}"
+        return any(len(fields) > 3 and fields[3] == _SYN_SENT and fields[2].endswith(wanted)
+                   for fields in (line.split() for line in table.splitlines()[1:]))
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername") or ("?", 0)
@@ -220,8 +289,8 @@ class WireTap:
 
     def stop(self) -> None:
         async def close() -> None:
-            for server in self._servers:
-                server.close()
+            for sock in self._sockets:
+                sock.close()
             for task in asyncio.all_tasks():
                 if task is not asyncio.current_task():
                     task.cancel()

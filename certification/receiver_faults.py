@@ -1,0 +1,141 @@
+"""Faults the receiver itself produces: a behaviour rule for the row (a failed job, a partial batch,
+contradictory counts), an async job cancelled from outside or outlived by its receipt, and the
+receiver dying after it committed, before it answered (restarted on its durable ledger). See
+``certification.faults`` for the contract every fault object meets.
+"""
+
+from __future__ import annotations
+
+import abc
+import copy
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from certification.faults import HOLD_WAIT_S, RECEIVER_RULE, TERMINAL_JOB_STATES, FaultContext, RowFault
+from certification.history import FaultEvidence
+from certification.services import Receiver
+from certification.sinks import Finished, Launched
+
+
+class ReceiverRuleFault(RowFault):
+    """A receiver-side outcome: a behaviour rule (a failed job, a partial batch, a synthetic status)."""
+
+    kind = "receiver_rule"
+
+    def arm(self, ctx: FaultContext, first: Launched) -> None:
+        assert ctx.receiver is not None
+        self.original = ctx.receiver.behaviour()
+        changed = copy.deepcopy(self.original)
+        changed["rules"] = [*changed.get("rules", []), {**(self.spec.rule or {}), "name": RECEIVER_RULE}]
+        ctx.receiver.put_behaviour(changed)
+
+    def restore(self, ctx: FaultContext) -> None:
+        if ctx.receiver is not None and hasattr(self, "original"):
+            ctx.receiver.put_behaviour(self.original)
+
+    def evidence(self, ctx: FaultContext, finishes: Sequence[Finished], log: Sequence[Mapping[str, Any]]
+                 ) -> FaultEvidence:
+        requests = [] if ctx.receiver is None else ctx.receiver.requests()
+        fired = sum(1 for request in requests if RECEIVER_RULE in str(request.get("rule") or "").split(","))
+        return FaultEvidence(self.kind, fired > 0, f"the receiver's rule fired on {fired} request(s)")
+
+
+@dataclass
+class _JobWatcher:
+    """Acts once on the first async job the receiver accepts during the first run."""
+
+    act: Callable[[Receiver, dict[str, Any]], bool]
+    acted: bool = False
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    def watch(self, receiver: Receiver, first: Launched) -> None:
+        while not self.stop.is_set() and not first.exited():
+            jobs = [job for job in receiver.jobs() if job.get("state") not in TERMINAL_JOB_STATES]
+            if jobs:
+                self.acted = self.act(receiver, jobs[0])
+                return
+            time.sleep(0.02)
+
+
+class _WatchedJobFault(RowFault, abc.ABC):
+    done = ""
+    def during_first_run(self, ctx: FaultContext, first: Launched) -> None:
+        assert ctx.receiver is not None
+        self.watcher = _JobWatcher(self._act)
+        self.thread = threading.Thread(target=self.watcher.watch, args=(ctx.receiver, first), daemon=True)
+        self.thread.start()
+
+    def before_first_reap(self, ctx: FaultContext) -> None:
+        if hasattr(self, "watcher"):
+            self.watcher.stop.set()
+            self.thread.join(timeout=30)
+
+    @abc.abstractmethod
+    def _act(self, receiver: Receiver, job: dict[str, Any]) -> bool:
+        """Act on the accepted job; True when the action took."""
+
+    def evidence(self, ctx: FaultContext, finishes: Sequence[Finished], log: Sequence[Mapping[str, Any]]
+                 ) -> FaultEvidence:
+        acted = hasattr(self, "watcher") and self.watcher.acted
+        return FaultEvidence(self.kind, acted, self.done if acted else "no job was accepted during the first run")
+
+
+class ExternalCancelFault(_WatchedJobFault):
+    kind = "external_cancel"
+    done = "the receiver's job was cancelled from outside while the sink waited for it"
+
+    def _act(self, receiver: Receiver, job: dict[str, Any]) -> bool:
+        return receiver.cancel_job(str(job["job_id"]))
+
+
+class ReceiverClockFault(_WatchedJobFault):
+    kind = "receiver_clock"
+    done = "the receiver's clock jumped past the job's end once it was accepted"
+
+    def _act(self, receiver: Receiver, job: dict[str, Any]) -> bool:
+        for step in self.spec.advance_seconds or ():
+            receiver.advance_clock(step)
+            receiver.jobs()  # a read settles what became due before the next step
+        return True
+
+
+class ReceiverCrashFault(RowFault):
+    """The receiver commits the first submit, then dies before answering (SIGKILL while a rule holds
+    its answer back) and comes back on its durable ledger, same ports."""
+
+    kind = "receiver_crash"
+
+    def arm(self, ctx: FaultContext, first: Launched) -> None:
+        assert ctx.receiver is not None
+        self.original = ctx.receiver.behaviour()
+        endpoint = "sync_submit" if ctx.row.family == "sync_batch" else "async_submit"
+        changed = copy.deepcopy(self.original)
+        changed["rules"] = [*changed.get("rules", []), {
+            "name": RECEIVER_RULE, "match": {"endpoints": [endpoint]}, "when": {"nth": [1]},
+            "action": {"kind": "delay", "seconds": 30, "after_effect": True}}]
+        ctx.receiver.put_behaviour(changed)
+        self.crashed = False
+
+    def during_first_run(self, ctx: FaultContext, first: Launched) -> None:
+        receiver = ctx.receiver
+        assert receiver is not None
+        deadline = time.monotonic() + HOLD_WAIT_S
+        while time.monotonic() < deadline and not first.exited():
+            if any(RECEIVER_RULE in str(r.get("rule") or "").split(",") for r in receiver.requests()):
+                receiver.crash_and_restart()  # committed, answer held back: the crash
+                self.crashed = True
+                return
+            time.sleep(0.02)
+
+    def restore(self, ctx: FaultContext) -> None:
+        if ctx.receiver is not None and hasattr(self, "original"):
+            ctx.receiver.put_behaviour(self.original)
+
+    def evidence(self, ctx: FaultContext, finishes: Sequence[Finished], log: Sequence[Mapping[str, Any]]
+                 ) -> FaultEvidence:
+        crashed = getattr(self, "crashed", False)
+        return FaultEvidence(self.kind, crashed, "the receiver died after committing, before answering, and "
+                             "restarted on its ledger" if crashed else "no submit reached the receiver's rule")
