@@ -92,14 +92,16 @@ def identity_summary(identity: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def write_artifacts(out: Path, outcomes: Sequence[RowOutcome], *, seed: int, certified: str,
-                    identity: Mapping[str, Any] | None = None, isolation: str = "fresh_process") -> dict[str, Path]:
-    """``isolation``: how restarted workers ran (``network_namespace`` or ``fresh_process``)."""
+                    identity: Mapping[str, Any] | None = None, isolation: str = "fresh_process",
+                    run_facts: Mapping[str, Any] | None = None) -> dict[str, Path]:
+    """``isolation``: how restarted workers ran (``network_namespace`` or ``fresh_process``);
+    ``run_facts``: what the summary states about the run as a whole (fault-space coverage, time)."""
     created = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     base = out / "test_artifacts" / "connectors" / "rest"
     paths = {"matrix": base / "remote_effect_fault_matrix.json", "summary": base / "certification_summary.json"}
     publish_bytes(paths["matrix"], canonical_bytes(_envelope(MATRIX_SCHEMA, matrix_body(outcomes, seed), created,
                                                                  isolation)))
-    summary = summary_body(outcomes, certified)
+    summary = {**summary_body(outcomes, certified), **(run_facts or {})}
     if identity is not None:
         paths["identity"] = base / "identity_conflict_matrix.json"
         publish_bytes(paths["identity"], canonical_bytes(_envelope(IDENTITY_SCHEMA, {**identity, "seed": seed},

@@ -10,6 +10,7 @@ verification failure.
 from __future__ import annotations
 
 import json
+import resource
 import sys
 import time
 from collections.abc import Sequence
@@ -23,6 +24,7 @@ from rich.table import Table
 
 from certification.artifacts import write_artifacts
 from certification.bench.cli import bench_app
+from certification.coverage import coverage
 from certification.execute import RunRequest, execute
 from certification.gallery_command import gallery as gallery_command
 from certification.gate import gate as run_gate
@@ -46,6 +48,12 @@ err = Console(stderr=True)
 IDENTITY_EXAMPLES, IDENTITY_EXAMPLES_QUICK = 200, 25
 QUICK_ROWS = ("none", "cut.after_commit", "cut.request", "kill.after_commit", "status.503.retry_after",
               "failpoint.http.submit.after_body_sent", "failpoint.journal.record_submit_result.before")
+
+
+def cpu_seconds() -> float:
+    """CPU of this process and of every child it reaped (the sinks, receivers, proxies)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def _fail(code: str, message: str, exit_code: int) -> typer.Exit:
@@ -141,7 +149,7 @@ def run(  # noqa: PLR0917 - typer options
         out = Path("certification-out") / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     if (out / "test_artifacts").exists():
         raise _fail("certify.output_exists", f"{out} already holds evidence; evidence is never overwritten", 2)
-    started = time.monotonic()
+    started, cpu_started = time.monotonic(), cpu_seconds()
     examples = identity_examples if identity_examples is not None else (
         0 if only else IDENTITY_EXAMPLES_QUICK if quick else IDENTITY_EXAMPLES)
     try:
@@ -155,7 +163,11 @@ def run(  # noqa: PLR0917 - typer options
     except IdentityMatrixFailed as exc:
         raise _fail("certify.identity_matrix", str(exc), 3) from None
     certified = sinks[0].name
-    paths = write_artifacts(out, outcomes, seed=seed, certified=certified, identity=identity, isolation=isolation)
+    run_facts = {"fault_space": coverage([o.row for o in outcomes], "sqlite").as_dict(),
+                 "seconds": {"wall": round(time.monotonic() - started, 1),
+                             "cpu": round(cpu_seconds() - cpu_started, 1)}}
+    paths = write_artifacts(out, outcomes, seed=seed, certified=certified, identity=identity, isolation=isolation,
+                            run_facts=run_facts)
     summary = json.loads(paths["summary"].read_bytes())
     try:
         key_path = key or generate_key(out / "keys").private
@@ -176,7 +188,10 @@ def run(  # noqa: PLR0917 - typer options
         sys.stdout.write(json.dumps(summary, sort_keys=True) + "\n")
     else:
         Console().print(_table(outcomes, sinks))
-        Console().print(f"verdict: {summary['verdict']} ({len(outcomes)} rows, {predicate['seconds']} s); "
+        space = summary["fault_space"]
+        Console().print(f"verdict: {summary['verdict']} ({len(outcomes)} rows, {predicate['seconds']} s wall, "
+                        f"{summary['seconds']['cpu']} s CPU); fault-space coverage {space['coverage']:.1%} "
+                        f"({space['covered']} of {space['meaningful']} meaningful cells); "
                         f"evidence in {paths['matrix'].parent}", markup=False, highlight=False)
     raise typer.Exit(0 if summary["verdict"] == "PASS" else 4)
 

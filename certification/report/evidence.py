@@ -70,6 +70,20 @@ class Matrix(_Open):
     created_at: str = ""
 
 
+class NotYet(_Open):
+    why: str = Field(max_length=600)
+    cells: int
+
+
+class FaultSpace(_Open):
+    cells: int = 0
+    meaningful: int = 0
+    covered: int = 0
+    coverage: float = 0.0
+    not_yet: list[NotYet] = []
+    unexplained_count: int = 0
+
+
 class Summary(_Open):
     certified_sink: str
     verdict: str
@@ -79,6 +93,8 @@ class Summary(_Open):
     baseline_not_caught: list[str] = []
     totals: dict[str, dict[str, int]] = {}
     endings: dict[str, int] = {}
+    fault_space: FaultSpace | None = None
+    seconds: dict[str, float] = {}
 
 
 class Plot(_Open):

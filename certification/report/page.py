@@ -141,6 +141,7 @@ def render(evidence: RunEvidence, *, source: str, key: str, gate: GateResult | N
         certified=summary.certified_sink, verdict=summary.verdict, valid=summary.valid,
         not_caught=summary.baseline_not_caught, trusted=trusted(evidence), sinks=sinks,
         endings=sorted(summary.endings.items()), unverified=summary.unverified_rows,
+        space=summary.fault_space, seconds=summary.seconds,
         rows=_rows(evidence, sinks), legend=sorted(VERDICT_CSS.items()), gate=gate,
         signatures=evidence.signatures, problems=evidence.problems, benches=_benches(evidence),
         lanes=lanes, label_width=LABEL_WIDTH,

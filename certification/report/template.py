@@ -56,6 +56,16 @@ certified sink <code>{{ certified }}</code> · {{ rows|length }} rows × {{ sink
 {% for name, count in endings %}<b>{{ name }}</b> {{ count }}{% if not loop.last %} · {% endif %}{% endfor %}
 {% if unverified %} · <span class="sig-bad">unknown (UNVERIFIED): {{ unverified|join(', ') }}</span>{% endif %}</p>
 
+{% if space %}<h2 id="coverage">Fault-space coverage</h2>
+<p class="meta"><b>{{ '%.1f'|format(space.coverage * 100) }} %</b>: {{ space.covered }} of {{ space.meaningful }}
+meaningful combinations have a row ({{ space.cells }} enumerated from the code's own lists; the others are
+not meaningful, with their reason in <code>scenarios/fault-space.yaml</code>){% if seconds %} · run
+{{ seconds.wall }} s wall, {{ seconds.cpu }} s CPU{% endif %}.</p>
+{% if space.not_yet %}<table id="not-yet"><thead><tr><th>not yet covered, and why</th><th>cells</th></tr></thead><tbody>
+{% for item in space.not_yet %}<tr><td>{{ item.why }}</td><td>{{ item.cells }}</td></tr>{% endfor %}</tbody></table>{% endif %}
+{% if space.unexplained_count %}<p class="sig-bad">{{ space.unexplained_count }} combinations neither covered nor
+explained.</p>{% endif %}{% endif %}
+
 <h2 id="matrix">Fault matrix</h2>
 <p class="legend">{% for name, css in legend %}<span class="{{ css }}">{{ name }}</span>{% endfor %}
 <span class="note">counters: d duplicates · f false successes · u unproved resends · l silent losses ·
