@@ -1,7 +1,10 @@
 """Stable source and preparation errors, with field evidence and never a value.
 
 Evidence names the field and the 1-based source record (or byte offset); it never carries the
-offending value, which may be a payload row or a secret pasted into the wrong column.
+offending value, which may be a payload row or a secret pasted into the wrong column. A field
+name read from the source itself (an NDJSON member, a CSV header) is shown escaped and cut to
+``MAX_EVIDENCE_CHARS``, so a hostile name can neither break the terminal or the JSON it is
+printed into (a lone surrogate is not encodable) nor smuggle a long value into a log line.
 """
 
 from __future__ import annotations
@@ -23,6 +26,11 @@ SOURCE_ERROR_CODES: dict[str, ExitClass] = {
     "source.null_not_allowed": ExitClass.INVALID_INPUT,
     "source.empty_not_allowed": ExitClass.INVALID_INPUT,
     "source.too_long": ExitClass.INVALID_INPUT,
+    "source.duplicate_field": ExitClass.INVALID_INPUT,
+    "source.invalid_unicode": ExitClass.INVALID_INPUT,
+    "source.number_too_large": ExitClass.INVALID_INPUT,
+    "source.nesting_too_deep": ExitClass.INVALID_INPUT,
+    "source.out_of_range": ExitClass.INVALID_INPUT,
     "source.precision_loss": ExitClass.INVALID_INPUT,
     "source.changed_during_read": ExitClass.UNAVAILABLE,
     "source.query_failed": ExitClass.INVALID_INPUT,
@@ -36,6 +44,17 @@ SOURCE_ERROR_CODES: dict[str, ExitClass] = {
 }
 
 
+MAX_EVIDENCE_CHARS = 64
+
+
+def _printable(value: str | int) -> str | int:
+    if isinstance(value, int):
+        return value
+    text = value.encode("utf-8", "backslashreplace").decode("utf-8")
+    text = "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
+    return text if len(text) <= MAX_EVIDENCE_CHARS else text[: MAX_EVIDENCE_CHARS - 3] + "..."
+
+
 class SourceError(Exception):
     """Invalid or unavailable source input, found before anything is sealed or admitted."""
 
@@ -43,7 +62,7 @@ class SourceError(Exception):
         if code not in SOURCE_ERROR_CODES:
             raise ValueError(f"unknown source error code {code}")
         self.code = code
-        self.evidence: Mapping[str, str | int] = dict(evidence)
+        self.evidence: Mapping[str, str | int] = {key: _printable(value) for key, value in evidence.items()}
         where = ", ".join(f"{key}={value}" for key, value in sorted(self.evidence.items()))
         super().__init__(f"{code}: {message}" + (f" ({where})" if where else ""))
         self.message = message

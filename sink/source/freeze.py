@@ -30,7 +30,7 @@ from sink.artifacts.documents import put_document, read_document
 from sink.artifacts.port import ImmutableArtifactPort
 from sink.contracts.errors import DeliveryError, ErrorCode
 from sink.contracts.planning import DayBucket
-from sink.payload.encoding import EncodeError, RowEncoder
+from sink.payload.encoding import EncodeError, Row, RowEncoder
 from sink.payload.summary_digest import rows_sum
 from sink.payload.wire_rows import csv_header_known, receiver_rows
 from sink.source.errors import SourceError
@@ -206,6 +206,10 @@ def _read(snapshot: SourceSnapshot, normalizer: RowNormalizer, encoder: RowEncod
         except EncodeError as exc:
             raise SourceError(exc.code, "the value can not be written in the profile's format",
                               field=exc.field, record=number) from None
+        except UnicodeEncodeError:
+            # A lone surrogate no reader caught (a database JSON column): UTF-8 can not carry it.
+            raise SourceError("source.invalid_unicode", "a string holds an unpaired surrogate",
+                              field=_unencodable_field(normalizer, row), record=number) from None
         if spill.add(day, encoded) > max_day_bytes:
             raise DeliveryError(
                 ErrorCode.SCOPE_EXCEEDS_LIMIT,
@@ -213,6 +217,16 @@ def _read(snapshot: SourceSnapshot, normalizer: RowNormalizer, encoder: RowEncod
                 "a receiver-atomic day is never divided",
             )
     return outside
+
+
+def _unencodable_field(normalizer: RowNormalizer, row: Row) -> str:
+    for field, value in zip(normalizer.mapping.fields, row, strict=True):
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return field.name
+    return ""
 
 
 def _day_sum(encoder: RowEncoder, rows: list[bytes]) -> str:

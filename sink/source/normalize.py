@@ -10,6 +10,12 @@ Accepted inputs per type (text from CSV/NDJSON/SQLite, native values from Postgr
 * date: ``YYYY-MM-DD`` text or a ``date``;
 * timestamp: ISO 8601 WITH a zone (``Z`` or ``±HH:MM``) or an aware ``datetime``; stored in UTC
   as ``YYYY-MM-DDTHH:MM:SS.ffffffZ``. A zone-less timestamp is refused: its instant is unknown.
+
+Numbers are bounded before they are converted: an integer of more than 40 digits, a decimal of
+more than 60 characters or with an exponent beyond 60 (``1E+999999999`` is 12 characters, and
+a billion once written out), and a reader's ``OversizedNumber`` are ``source.number_too_large``.
+A timestamp whose UTC instant falls outside years 1-9999 (``9999-12-31T23:59:59-23:59``) is
+``source.out_of_range``.
 """
 
 from __future__ import annotations
@@ -22,10 +28,14 @@ from decimal import Decimal
 from sink.contracts.mapping import MappedField, PayloadMapping
 from sink.payload.encoding import Row, Value
 from sink.source.errors import SourceError
+from sink.source.port import OversizedNumber
 
 _INTEGER = re.compile(r"^-?(0|[1-9][0-9]*)$")
 _DECIMAL = re.compile(r"^(-?)([0-9]+)(?:\.([0-9]+))?$")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_MAX_INTEGER_DIGITS = 40
+_MAX_DECIMAL_CHARS = 60
+_INTEGER_LIMIT = 10**_MAX_INTEGER_DIGITS
 _TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})$")
 
 
@@ -50,8 +60,12 @@ def _integer(field: MappedField, value: object) -> Value:
     if isinstance(value, bool):
         raise _Drift
     if isinstance(value, int):
+        if not -_INTEGER_LIMIT < value < _INTEGER_LIMIT:
+            raise _Drift("source.number_too_large")
         return value
-    if isinstance(value, str) and _INTEGER.fullmatch(value) and len(value) <= 40:
+    if isinstance(value, str) and _INTEGER.fullmatch(value):
+        if len(value.lstrip("-")) > _MAX_INTEGER_DIGITS:
+            raise _Drift("source.number_too_large")
         return int(value)
     raise _Drift
 
@@ -65,14 +79,19 @@ def _decimal(field: MappedField, value: object) -> Value:
     elif isinstance(value, Decimal):
         if not value.is_finite():
             raise _Drift
+        # Bounded BEFORE it is written out: format(Decimal("1E+999999999"), "f") is a gigabyte.
+        if abs(value.adjusted()) > _MAX_DECIMAL_CHARS or -int(value.as_tuple().exponent) > _MAX_DECIMAL_CHARS:
+            raise _Drift("source.number_too_large")
         text = format(value, "f")
     elif isinstance(value, str):
         text = value
     else:
         raise _Drift
     match = _DECIMAL.fullmatch(text)
-    if match is None or len(text) > 60:
+    if match is None:
         raise _Drift
+    if len(text) > _MAX_DECIMAL_CHARS:
+        raise _Drift("source.number_too_large")
     sign, whole, fraction = match.group(1), match.group(2).lstrip("0") or "0", match.group(3) or ""
     if len(fraction.rstrip("0")) > scale:
         raise _Drift("source.precision_loss")
@@ -115,12 +134,25 @@ def _timestamp(field: MappedField, value: object) -> Value:
         raise _Drift
     if moment.tzinfo is None or moment.utcoffset() is None:
         raise _Drift
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    try:
+        instant = moment.astimezone(UTC)
+    except OverflowError:
+        raise _Drift("source.out_of_range") from None
+    return instant.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 _CONVERTERS: dict[str, Callable[[MappedField, object], Value]] = {
     "string": _string, "integer": _integer, "decimal": _decimal, "boolean": _boolean, "date": _date,
     "timestamp": _timestamp,
+}
+
+
+_MESSAGES = {
+    "source.number_too_large": "the number is beyond the bound for type {type}",
+    "source.out_of_range": "the instant is outside the years 1-9999 once moved to UTC",
+    "source.empty_not_allowed": "an empty string where the mapping refuses one",
+    "source.too_long": "the text is longer than the field's max_length",
+    "source.precision_loss": "the value has more fraction digits than the field keeps",
 }
 
 
@@ -138,7 +170,8 @@ class RowNormalizer:
         """A header or a record's key set: unknown and missing columns are refused."""
         present = set(columns)
         if len(present) != len(columns):
-            raise SourceError("source.malformed_record", "a column name repeats", record=record)
+            repeated = next(name for index, name in enumerate(columns) if name in columns[:index])
+            raise SourceError("source.duplicate_field", "a column name repeats", field=repeated, record=record)
         unknown = sorted(present - self._known)
         if unknown:
             raise SourceError("source.unknown_field", "a source column is not in the mapping",
@@ -154,6 +187,9 @@ class RowNormalizer:
         row: list[Value] = []
         for field, convert in self._fields:
             raw = record.get(field.source_name)
+            if isinstance(raw, OversizedNumber):
+                raise SourceError("source.number_too_large", f"a number longer than the bound for {field.type}",
+                                  field=field.name, record=number)
             if raw is None:
                 if not field.nullable:
                     raise SourceError("source.null_not_allowed", "null in a non-nullable field",
@@ -163,8 +199,8 @@ class RowNormalizer:
             try:
                 value = convert(field, raw)
             except _Drift as drift:
-                raise SourceError(drift.code, f"the value does not fit type {field.type}",
-                                  field=field.name, record=number) from None
+                raise SourceError(drift.code, _MESSAGES.get(drift.code, "the value does not fit type {type}").format(
+                    type=field.type), field=field.name, record=number) from None
             if value is None and not field.nullable:
                 raise SourceError("source.null_not_allowed", "null in a non-nullable field",
                                   field=field.name, record=number)
