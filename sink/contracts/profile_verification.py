@@ -18,7 +18,11 @@ from sink.contracts._base import ContractModel, contract_error
 from sink.contracts.profile_ack import Extractor
 from sink.contracts.symbols import TemplateLocation, template_symbols
 
-SUMMARY_DIGEST_SCHEMES = ("mock-receiver.rows.v1", "mock-receiver.rows.v2")
+MOCK_RECEIVER_ROWS_V1 = "mock-receiver.rows.v1"
+MOCK_RECEIVER_ROWS_V2 = "mock-receiver.rows.v2"
+SUMMARY_DIGEST_SCHEMES = (MOCK_RECEIVER_ROWS_V1, MOCK_RECEIVER_ROWS_V2)
+"""The digest schemes a profile may name; each is computed by sink/payload/summary_digest.py, and
+the sealer records the expected digest of every child in its payload manifest."""
 MAX_SUMMARY_QUERY = 8
 
 

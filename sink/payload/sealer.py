@@ -5,7 +5,8 @@ parent rows artifact, verifying every day against the parent's per-day digest; f
 BOM/header, JSON ``[`` ``,`` ``]``); gzip it at the profile's level (pinned implementation,
 mtime 0); scan it for the multipart boundary; publish it create-if-absent; measure rows,
 decoded bytes and wire bytes over the COMPLETE emitted body (boundaries, part headers, CRLFs,
-file bytes); then publish the ``restproof.rest_payload.v1`` manifest. No payload is ever held
+file bytes); compute the receiver summary the profile's verification expects
+(sink/payload/expected_summary.py); then publish the ``restproof.rest_payload.v1`` manifest. No payload is ever held
 whole in memory, and the same parent, child and profile always give the same bytes.
 """
 
@@ -21,9 +22,11 @@ from sink.artifacts.documents import put_document
 from sink.artifacts.port import ArtifactCorrupt, ImmutableArtifactPort
 from sink.canonical import hash_fields
 from sink.contracts.planning import ChildMeasurement
+from sink.contracts.source import SourceError
 from sink.payload.body import PAYLOAD_SCHEMA_ID
 from sink.payload.compression import DEFAULT_IMPLEMENTATION, codec_identity, gzip_stream
 from sink.payload.encoding import RowEncoder
+from sink.payload.expected_summary import ExpectedSummaries
 from sink.payload.multipart import (
     MAX_BOUNDARY_ATTEMPTS,
     BoundaryScanner,
@@ -31,9 +34,8 @@ from sink.payload.multipart import (
     collides_with_parts,
     frame,
 )
+from sink.payload.parent import FrozenParent
 from sink.payload.rendering import RenderedRequest
-from sink.source.errors import SourceError
-from sink.source.freeze import FrozenParent
 
 SEALER_VERSION = "restproof.sealer.v1"
 DECODED_DIGEST_KIND = "restproof.decoded_content.v1"
@@ -65,6 +67,7 @@ class SealedChild:
     content_type: str
     boundary: str | None
     manifest_ref: str
+    expected_summary_digest: str | None = None
 
     def measurement(self) -> ChildMeasurement:
         return ChildMeasurement(rows=self.rows, decoded_bytes=self.decoded_bytes, wire_bytes=self.wire_bytes)
@@ -90,8 +93,10 @@ class _Meter:
 
 class StreamingSealer:
     def __init__(self, store: ImmutableArtifactPort, parent: FrozenParent, encoder: RowEncoder, *,
-                 implementation: str = DEFAULT_IMPLEMENTATION) -> None:
+                 implementation: str = DEFAULT_IMPLEMENTATION, summary_scheme: str | None = None) -> None:
+        """``summary_scheme``: the digest scheme of the profile's ``verification.summary``, if any."""
         self._store = store
+        self._summaries = ExpectedSummaries(store, parent, encoder, summary_scheme)
         self._parent = parent
         self._encoder = encoder
         self._encoding = encoder.encoding
@@ -176,6 +181,9 @@ class StreamingSealer:
         rows = sum(day.rows for day in days)
         decoded_digest = self.decoded_content_digest(child)
         content_type = rendered.content_type(boundary)
+        summary = self._summaries.digest(days)
+        expected = {} if summary is None else {
+            "expected_summary": {"scheme": self._summaries.scheme, "rows": rows, "content_digest": summary}}
         manifest = put_document(self._store, {
             "schema_id": PAYLOAD_SCHEMA_ID,
             "producer_version": SEALER_VERSION,
@@ -201,9 +209,10 @@ class StreamingSealer:
                 "part_content_type": rendered.part_content_type,
             },
             "codec": self.identity(),
+            **expected,
         })
         return SealedChild(child, rows, decoded.bytes, decoded_digest, payload.digest, payload.length, wire_digest,
-                           wire_bytes, content_type, boundary, manifest.digest)
+                           wire_bytes, content_type, boundary, manifest.digest, summary)
 
     def _choose_boundary(self, child: ChildSpec, scanner: BoundaryScanner, candidates: list[str],
                          payload_digest: str) -> str:

@@ -27,10 +27,10 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from sink.contracts.profile_verification import MOCK_RECEIVER_ROWS_V1, MOCK_RECEIVER_ROWS_V2
+
 WireValue = str | int | float | bool | None
 """A value as the receiver decodes it from the wire (JSON numbers may be floats)."""
-MOCK_RECEIVER_ROWS_V1 = "mock-receiver.rows.v1"
-MOCK_RECEIVER_ROWS_V2 = "mock-receiver.rows.v2"
 _MODULUS = 1 << 256
 
 
@@ -121,3 +121,7 @@ def rows_digest(rows: Iterable[Mapping[str, WireValue]], scheme: str = MOCK_RECE
     for encoded in sorted(encode_row(row) for row in rows):
         hasher.update(_frame(encoded))
     return "sha256:" + hasher.hexdigest()
+
+
+__all__ = ["MOCK_RECEIVER_ROWS_V1", "MOCK_RECEIVER_ROWS_V2", "RowsSum", "WireValue", "encode_row", "rows_digest",
+           "rows_sum"]

@@ -87,7 +87,9 @@ def seal_all(
     limits = planning_limits_from_plan(plan, frozen.fixed_overhead_bytes)
     buckets = frozen.buckets()
     windows = planning.plan_children(scope_from, scope_to, buckets, limits)
-    sealer = StreamingSealer(store, frozen, encoder, implementation=deflate)
+    summary = plan.operation.verification.summary if plan.operation.verification is not None else None
+    sealer = StreamingSealer(store, frozen, encoder, implementation=deflate,
+                             summary_scheme=None if summary is None else summary.digest_scheme)
     cache: dict[tuple[date, date], tuple[SealedChild, DeliveryIdentity]] = {}
     first = True
     for _ in range(MAX_REFINEMENTS):

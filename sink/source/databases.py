@@ -20,6 +20,7 @@ from typing import Any
 
 from sink.contracts.source import PostgresqlQuerySource, SqliteQuerySource
 from sink.source.errors import SourceError
+from sink.source.ndjson import decode
 
 _FETCH_ROWS = 2000
 
@@ -98,11 +99,24 @@ class SqliteSourcePort:
         return SqliteSnapshot(self._path, self._spec, scope_from, scope_to)
 
 
+class _JsonColumnRefused(Exception):
+    def __init__(self, error: SourceError) -> None:
+        self.error = error
+
+
+def _json_column(data: bytes | str) -> Any:
+    try:
+        return decode(data, 0)
+    except SourceError as error:
+        raise _JsonColumnRefused(error) from None
+
+
 class PostgresqlSnapshot:
     kind = "postgresql_query"
 
     def __init__(self, dsn: str, spec: PostgresqlQuerySource, scope_from: date, scope_to: date) -> None:
         import psycopg  # noqa: PLC0415 - optional driver, loaded only for this source kind
+        from psycopg.types.json import set_json_loads  # noqa: PLC0415
 
         self._psycopg = psycopg
         self._spec = spec
@@ -110,6 +124,9 @@ class PostgresqlSnapshot:
             self._conn: Any = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
         except psycopg.Error as exc:
             raise SourceError("source.unavailable", f"PostgreSQL is unreachable ({type(exc).__name__})") from None
+        # json/jsonb columns are parsed under the NDJSON reader's bounds (depth, number length,
+        # duplicate members), not by json.loads, which fails on them with RecursionError/ValueError.
+        set_json_loads(_json_column, self._conn)
         try:
             self._conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             # The snapshot is taken by the first query of the transaction: this one.
@@ -134,6 +151,8 @@ class PostgresqlSnapshot:
                 number += 1
                 yield number, {name: _decoded(name, value, number, limit)
                                for name, value in zip(self._columns, row, strict=True)}
+        except _JsonColumnRefused as refused:
+            raise SourceError(refused.error.code, refused.error.message, record=number + 1) from None
         except self._psycopg.Error as exc:
             raise SourceError("source.query_failed", f"reading the PostgreSQL query failed ({type(exc).__name__})",
                               record=number) from None

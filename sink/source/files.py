@@ -11,17 +11,16 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-import json
 import os
 import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from decimal import Decimal
 from pathlib import Path
 from typing import IO, Any
 
 from sink.contracts.source import CsvFileSource, NdjsonFileSource
 from sink.source.errors import SourceError
+from sink.source.ndjson import parse_line
 
 _READ_BYTES = 1 << 20
 
@@ -175,17 +174,7 @@ class NdjsonFileSnapshot(_FileSnapshot):
                 raise SourceError("source.field_too_large", "a line is longer than max_field_bytes", record=number)
             if not line.strip():
                 continue
-            try:
-                text = line.decode("utf-8")
-            except UnicodeDecodeError:
-                raise SourceError("source.invalid_utf8", "the line is not valid UTF-8", record=number) from None
-            try:
-                document = json.loads(text, parse_float=Decimal)
-            except json.JSONDecodeError:
-                raise SourceError("source.malformed_record", "the line is not one JSON value", record=number) from None
-            if not isinstance(document, dict):
-                raise SourceError("source.malformed_record", "each line is one JSON object", record=number)
-            yield number, document
+            yield number, parse_line(line, number)
 
 
 class FileSourcePort:

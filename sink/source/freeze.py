@@ -21,23 +21,19 @@ import hashlib
 import struct
 import tempfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
-from sink.artifacts.documents import put_document, read_document
+from sink.artifacts.documents import put_document
 from sink.artifacts.port import ImmutableArtifactPort
 from sink.contracts.errors import DeliveryError, ErrorCode
-from sink.contracts.planning import DayBucket
-from sink.payload.encoding import EncodeError, RowEncoder
-from sink.payload.summary_digest import rows_sum
-from sink.payload.wire_rows import csv_header_known, receiver_rows
+from sink.payload.encoding import EncodeError, Row, RowEncoder
+from sink.payload.parent import PARENT_SCHEMA_ID, DaySlice, FrozenParent, load_parent, parent_from_document
 from sink.source.errors import SourceError
 from sink.source.normalize import RowNormalizer
 from sink.source.port import SourceSnapshot, SourceSnapshotPort
 
-PARENT_SCHEMA_ID = "restproof.rest_source_parent.v1"
 FREEZE_VERSION = "restproof.freeze.v1"
 MAX_SCOPE_DAYS = 1000
 _CHUNK = 1 << 20
@@ -48,41 +44,6 @@ Failpoint = Callable[[str], None]
 
 def _no_failpoint(name: str) -> None:
     return None
-
-
-@dataclass(frozen=True, slots=True)
-class DaySlice:
-    day: date
-    rows: int
-    decoded_bytes: int
-    row_start: int
-    byte_start: int
-    digest: str
-    rows_sum: str = ""
-    """The day's ``mock-receiver.rows.v2`` sum (64 hex digits) of its rows as the receiver reads
-    them; "" where a day alone has no such reading (a header-less CSV dialect)."""
-
-    def bucket(self) -> DayBucket:
-        return DayBucket(self.day, self.rows, self.decoded_bytes, self.row_start)
-
-
-@dataclass(frozen=True, slots=True)
-class FrozenParent:
-    digest: str
-    rows_ref: str
-    row_count: int
-    rows_bytes: int
-    scope_from: date
-    scope_to: date
-    days: tuple[DaySlice, ...]
-    fixed_overhead_bytes: int
-    source_version: str
-
-    def buckets(self) -> tuple[DayBucket, ...]:
-        return tuple(day.bucket() for day in self.days)
-
-    def day_range(self, scope_from: date, scope_to: date) -> tuple[DaySlice, ...]:
-        return tuple(day for day in self.days if scope_from <= day.day < scope_to)
 
 
 class _Spill:
@@ -153,7 +114,7 @@ def freeze(
             source_version = snapshot.finish()
             failpoint("freeze.source_read")
             slices: list[DaySlice] = []
-            rows_ref = store.put(_rows_stream(spill, days, slices, encoder))
+            rows_ref = store.put(_rows_stream(spill, days, slices))
             failpoint("freeze.rows_durable")
         finally:
             spill.close()
@@ -177,8 +138,7 @@ def freeze(
         "content_digest": rows_ref.digest,
         "fixed_overhead_bytes": overhead,
         "days": [{"day": d.day.isoformat(), "rows": d.rows, "decoded_bytes": d.decoded_bytes,
-                  "row_start": d.row_start, "byte_start": d.byte_start, "digest": d.digest,
-                  "rows_sum": d.rows_sum} for d in slices],
+                  "row_start": d.row_start, "byte_start": d.byte_start, "digest": d.digest} for d in slices],
         "complete": True,
     }
     manifest = put_document(store, document)
@@ -206,6 +166,10 @@ def _read(snapshot: SourceSnapshot, normalizer: RowNormalizer, encoder: RowEncod
         except EncodeError as exc:
             raise SourceError(exc.code, "the value can not be written in the profile's format",
                               field=exc.field, record=number) from None
+        except UnicodeEncodeError:
+            # A lone surrogate no reader caught (a database JSON column): UTF-8 can not carry it.
+            raise SourceError("source.invalid_unicode", "a string holds an unpaired surrogate",
+                              field=_unencodable_field(normalizer, row), record=number) from None
         if spill.add(day, encoded) > max_day_bytes:
             raise DeliveryError(
                 ErrorCode.SCOPE_EXCEEDS_LIMIT,
@@ -215,16 +179,17 @@ def _read(snapshot: SourceSnapshot, normalizer: RowNormalizer, encoder: RowEncod
     return outside
 
 
-def _day_sum(encoder: RowEncoder, rows: list[bytes]) -> str:
-    # Computed here, where the day's rows are already in memory, so that verifying a child costs
-    # one addition per day instead of a second decoding pass over its payload.
-    fmt, prefix = encoder.encoding.format, encoder.prefix()
-    if not csv_header_known(fmt, prefix):
-        return ""
-    return rows_sum(receiver_rows(fmt, prefix, (row.decode("utf-8") for row in rows))).hex()
+def _unencodable_field(normalizer: RowNormalizer, row: Row) -> str:
+    for field, value in zip(normalizer.mapping.fields, row, strict=True):
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return field.name
+    return ""
 
 
-def _rows_stream(spill: _Spill, days: list[date], slices: list[DaySlice], encoder: RowEncoder) -> Iterator[bytes]:
+def _rows_stream(spill: _Spill, days: list[date], slices: list[DaySlice]) -> Iterator[bytes]:
     row_start = 0
     byte_start = 0
     buffer = bytearray()
@@ -239,30 +204,13 @@ def _rows_stream(spill: _Spill, days: list[date], slices: list[DaySlice], encode
             if len(buffer) >= _CHUNK:
                 yield bytes(buffer)
                 buffer.clear()
-        slices.append(DaySlice(day, len(rows), size, row_start, byte_start, "sha256:" + hasher.hexdigest(),
-                               _day_sum(encoder, rows)))
+        slices.append(DaySlice(day, len(rows), size, row_start, byte_start, "sha256:" + hasher.hexdigest()))
         row_start += len(rows)
         byte_start += size
     if buffer:
         yield bytes(buffer)
 
 
-def parent_from_document(digest: str, document: dict[str, Any]) -> FrozenParent:
-    scope = document["logical_scope"]
-    return FrozenParent(
-        digest=digest,
-        rows_ref=str(document["rows_ref"]),
-        row_count=int(document["row_count"]),
-        rows_bytes=int(document["rows_bytes"]),
-        scope_from=date.fromisoformat(scope["from"]),
-        scope_to=date.fromisoformat(scope["to"]),
-        days=tuple(DaySlice(date.fromisoformat(d["day"]), int(d["rows"]), int(d["decoded_bytes"]),
-                            int(d["row_start"]), int(d["byte_start"]), str(d["digest"]), str(d.get("rows_sum", "")))
-                    for d in document["days"]),
-        fixed_overhead_bytes=int(document["fixed_overhead_bytes"]),
-        source_version=str(document["source"]["version"]),
-    )
-
-
-def load_parent(store: ImmutableArtifactPort, digest: str) -> FrozenParent:
-    return parent_from_document(digest, read_document(store, digest, PARENT_SCHEMA_ID))
+# The parent's reading lives with the sealer (sink.payload.parent); these names stay importable here.
+__all__ = ["FREEZE_VERSION", "PARENT_SCHEMA_ID", "DaySlice", "FrozenParent", "freeze", "load_parent",
+           "parent_from_document"]

@@ -10,6 +10,12 @@ Accepted inputs per type (text from CSV/NDJSON/SQLite, native values from Postgr
 * date: ``YYYY-MM-DD`` text or a ``date``;
 * timestamp: ISO 8601 WITH a zone (``Z`` or ``±HH:MM``) or an aware ``datetime``; stored in UTC
   as ``YYYY-MM-DDTHH:MM:SS.ffffffZ``. A zone-less timestamp is refused: its instant is unknown.
+
+Numbers are bounded before they are converted: an integer of more than 40 digits, a decimal of
+more than 60 characters or with an exponent beyond 60 (``1E+999999999`` is 12 characters, and
+a billion once written out), and a reader's ``OversizedNumber`` are ``source.number_too_large``.
+A timestamp whose UTC instant falls outside years 1-9999 (``9999-12-31T23:59:59-23:59``) is
+``source.out_of_range``.
 """
 
 from __future__ import annotations
@@ -22,10 +28,15 @@ from decimal import Decimal
 from sink.contracts.mapping import MappedField, PayloadMapping
 from sink.payload.encoding import Row, Value
 from sink.source.errors import SourceError
+from sink.source.port import OversizedNumber
 
 _INTEGER = re.compile(r"^-?(0|[1-9][0-9]*)$")
 _DECIMAL = re.compile(r"^(-?)([0-9]+)(?:\.([0-9]+))?$")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_MAX_INTEGER_DIGITS = 40
+_MAX_DECIMAL_CHARS = 60
+_INTEGER_LIMIT = 10**_MAX_INTEGER_DIGITS
+_DATE_CACHE = 4096
 _TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})$")
 
 
@@ -50,8 +61,12 @@ def _integer(field: MappedField, value: object) -> Value:
     if isinstance(value, bool):
         raise _Drift
     if isinstance(value, int):
+        if not -_INTEGER_LIMIT < value < _INTEGER_LIMIT:
+            raise _Drift("source.number_too_large")
         return value
-    if isinstance(value, str) and _INTEGER.fullmatch(value) and len(value) <= 40:
+    if isinstance(value, str) and _INTEGER.fullmatch(value):
+        if len(value.lstrip("-")) > _MAX_INTEGER_DIGITS:
+            raise _Drift("source.number_too_large")
         return int(value)
     raise _Drift
 
@@ -65,14 +80,19 @@ def _decimal(field: MappedField, value: object) -> Value:
     elif isinstance(value, Decimal):
         if not value.is_finite():
             raise _Drift
+        # Bounded BEFORE it is written out: format(Decimal("1E+999999999"), "f") is a gigabyte.
+        if abs(value.adjusted()) > _MAX_DECIMAL_CHARS or -int(value.as_tuple().exponent) > _MAX_DECIMAL_CHARS:
+            raise _Drift("source.number_too_large")
         text = format(value, "f")
     elif isinstance(value, str):
         text = value
     else:
         raise _Drift
     match = _DECIMAL.fullmatch(text)
-    if match is None or len(text) > 60:
+    if match is None:
         raise _Drift
+    if len(text) > _MAX_DECIMAL_CHARS:
+        raise _Drift("source.number_too_large")
     sign, whole, fraction = match.group(1), match.group(2).lstrip("0") or "0", match.group(3) or ""
     if len(fraction.rstrip("0")) > scale:
         raise _Drift("source.precision_loss")
@@ -115,12 +135,29 @@ def _timestamp(field: MappedField, value: object) -> Value:
         raise _Drift
     if moment.tzinfo is None or moment.utcoffset() is None:
         raise _Drift
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    try:
+        instant = moment.astimezone(UTC)
+    except OverflowError:
+        raise _Drift("source.out_of_range") from None
+    if instant.year < 1000:
+        # strftime's %Y does not pad years below 1000 here (glibc); kept so the bytes never change.
+        return instant.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    # The same text, a few times faster: "YYYY-MM-DDTHH:MM:SS.ffffff+00:00" cut before the zone.
+    return instant.isoformat(timespec="microseconds")[:26] + "Z"
 
 
 _CONVERTERS: dict[str, Callable[[MappedField, object], Value]] = {
     "string": _string, "integer": _integer, "decimal": _decimal, "boolean": _boolean, "date": _date,
     "timestamp": _timestamp,
+}
+
+
+_MESSAGES = {
+    "source.number_too_large": "the number is beyond the bound for type {type}",
+    "source.out_of_range": "the instant is outside the years 1-9999 once moved to UTC",
+    "source.empty_not_allowed": "an empty string where the mapping refuses one",
+    "source.too_long": "the text is longer than the field's max_length",
+    "source.precision_loss": "the value has more fraction digits than the field keeps",
 }
 
 
@@ -130,6 +167,10 @@ class RowNormalizer:
     def __init__(self, mapping: PayloadMapping) -> None:
         self.mapping = mapping
         self._fields = [(field, _CONVERTERS[field.type]) for field in mapping.fields]
+        # Read once: the per-row loop touches plain tuples, not model properties.
+        self._plan = [(field.source_name, field.nullable, field, convert) for field, convert in self._fields]
+        # A business date repeats on every row of its day: its checked text is remembered (bounded).
+        self._dates: dict[str, Value] = {}
         self._known = {field.source_name for field in mapping.fields} | set(mapping.ignore_source_fields)
         self._scope_source = mapping.field(mapping.scope_field).source_name
         self.scope_index = mapping.scope_index
@@ -138,7 +179,8 @@ class RowNormalizer:
         """A header or a record's key set: unknown and missing columns are refused."""
         present = set(columns)
         if len(present) != len(columns):
-            raise SourceError("source.malformed_record", "a column name repeats", record=record)
+            repeated = next(name for index, name in enumerate(columns) if name in columns[:index])
+            raise SourceError("source.duplicate_field", "a column name repeats", field=repeated, record=record)
         unknown = sorted(present - self._known)
         if unknown:
             raise SourceError("source.unknown_field", "a source column is not in the mapping",
@@ -152,19 +194,28 @@ class RowNormalizer:
 
     def normalize(self, record: Mapping[str, object], number: int) -> Row:
         row: list[Value] = []
-        for field, convert in self._fields:
-            raw = record.get(field.source_name)
+        dates = self._dates
+        for source_name, nullable, field, convert in self._plan:
+            raw = record.get(source_name)
             if raw is None:
-                if not field.nullable:
+                if not nullable:
                     raise SourceError("source.null_not_allowed", "null in a non-nullable field",
                                       field=field.name, record=number)
                 row.append(None)
                 continue
+            if convert is _date and type(raw) is str and raw in dates:
+                row.append(dates[raw])
+                continue
+            if isinstance(raw, OversizedNumber):
+                raise SourceError("source.number_too_large", f"a number longer than the bound for {field.type}",
+                                  field=field.name, record=number)
             try:
                 value = convert(field, raw)
+                if convert is _date and type(raw) is str and len(dates) < _DATE_CACHE:
+                    dates[raw] = value
             except _Drift as drift:
-                raise SourceError(drift.code, f"the value does not fit type {field.type}",
-                                  field=field.name, record=number) from None
+                raise SourceError(drift.code, _MESSAGES.get(drift.code, "the value does not fit type {type}").format(
+                    type=field.type), field=field.name, record=number) from None
             if value is None and not field.nullable:
                 raise SourceError("source.null_not_allowed", "null in a non-nullable field",
                                   field=field.name, record=number)

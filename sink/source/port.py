@@ -12,8 +12,22 @@ input to planning and sealing from then on.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from datetime import date
 from typing import Protocol, runtime_checkable
+
+MAX_NUMBER_CHARS = 100
+"""A number written with more characters than this is never converted (Python refuses ints of
+more than 4 300 digits with a ValueError, and a decimal of a million digits costs its size again
+at every step): the reader hands an ``OversizedNumber`` on, and the normalizer refuses it as
+``source.number_too_large`` with the field's name when the field is mapped."""
+
+
+@dataclass(frozen=True, slots=True)
+class OversizedNumber:
+    """A raw number longer than ``MAX_NUMBER_CHARS`` characters; only its length is kept."""
+
+    chars: int
 
 
 @runtime_checkable

@@ -60,6 +60,9 @@ def _expected_manifest(topology: SealedTopology, child: SealedChild, store: Loca
         },
         "codec": {"sealer_version": "restproof.sealer.v1", "encoding": encoding.canonical(),
                   "compression": topology.sealer_identity["compression"]},
+        # Both bundled profiles certify a mock-receiver.rows.v2 summary query.
+        "expected_summary": {"scheme": "mock-receiver.rows.v2", "rows": child.rows,
+                             "content_digest": child.expected_summary_digest},
     }
 
 

@@ -76,3 +76,40 @@ def test_connection_failure_never_shows_the_dsn() -> None:
         PostgresqlSourcePort(spec, environ=environ).open(date(2026, 3, 1), date(2026, 3, 2))
     assert caught.value.code == "source.unavailable"
     assert sentinel not in str(caught.value) and caught.value.__cause__ is None
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "code", "field"),
+    [
+        ("reading numeric", "1e100", "source.number_too_large", "reading"),
+        ("reading numeric", "'NaN'", "source.type_drift", "reading"),
+        ("label json", "'\"" + "SENTINEL-4c1d-ROW-CANARY" + "\\ud800\"'", "source.invalid_unicode", "label"),
+        ("label jsonb", "'" + "[" * 3000 + "]" * 3000 + "'", "source.nesting_too_deep", None),
+        ("label json", "'{\"a\": \"SENTINEL-4c1d-ROW-CANARY\", \"a\": 2}'", "source.duplicate_field", None),
+        ("label json", "'" + "9" * 5000 + "'", "source.number_too_large", "label"),
+        # PostgreSQL holds it (its range ends in 294276), Python's datetime can not: the driver refuses.
+        ("observed_at timestamptz", "'9999-12-31T23:59:59-15:00'", "source.query_failed", None),
+        ("observed_at timestamptz", "'infinity'", "source.query_failed", None),
+    ],
+)
+def test_hostile_column_values_take_a_stable_code(pg_dsn: str, tmp_path: Path, column: str, value: str, code: str,
+                                                  field: str | None) -> None:
+    schema = f"src_{uuid.uuid4().hex[:12]}"
+    name = column.split(maxsplit=1)[0]
+    columns = ["business_date date", "station_id text", "reading numeric", "label text", "valid boolean",
+               "observed_at timestamptz", "sample_count integer"]
+    columns = [column if c.split(maxsplit=1)[0] == name else c for c in columns]
+    values = ["'2026-03-01'", "'00017'", "1.5", "'x'", "true", "'2026-03-01T08:00:00Z'", "3"]
+    values[[c.split(maxsplit=1)[0] for c in columns].index(name)] = value
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+        conn.execute(f"CREATE TABLE {schema}.m ({', '.join(columns)})")
+        conn.execute(f"INSERT INTO {schema}.m VALUES ({', '.join(values)})")  # type: ignore[arg-type]
+    try:
+        with pytest.raises(SourceError) as caught:
+            run_freeze(_port(schema, pg_dsn), LocalArtifactStore(tmp_path))
+        assert (caught.value.code, caught.value.evidence.get("field")) == (code, field)
+        assert "SENTINEL" not in str(caught.value) + str(caught.value.to_dict())
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")
