@@ -40,7 +40,8 @@ def summary_rows(base, resource, day, next_day):
     return None
 
 
-def deliver_day(base, resource, route, day, next_day, header, rows):
+def deliver_day(target, day, next_day, header, rows):
+    base, resource, route = target
     body = io.StringIO()
     writer = csv.writer(body, lineterminator="\r\n")
     writer.writerow(header)
@@ -87,7 +88,7 @@ def main(argv):
     for index, day in enumerate(span):
         next_day = span[index + 1] if index + 1 < len(span) else scope_to
         rows = [[record[column] for column in columns] for record in source if record[scope_field] == day]
-        status = deliver_day(base, resource, route, day, next_day, header, rows)
+        status = deliver_day((base, resource, route), day, next_day, header, rows)
         units.append({"scope_from": day, "scope_to": next_day, "status": status})
     return report(units)
 
