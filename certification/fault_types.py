@@ -17,13 +17,14 @@ from certification.receiver_faults import (
     ReceiverRuleFault,
 )
 from certification.scenarios import Fault
+from certification.tcp_faults import TcpToxicFault
 
 FAULT_TYPES: dict[str, type[RowFault]] = {
     "none": RowFault, "proxy": ProxyRuleFault, "proxy_kill": ProxyKillFault,
     "hold_kill_release": HoldKillReleaseFault, "failpoint": FailpointFault,
     "receiver_rule": ReceiverRuleFault, "external_cancel": ExternalCancelFault,
     "receiver_clock": ReceiverClockFault, "connect_timeout": ConnectTimeoutFault,
-    "receiver_crash": ReceiverCrashFault,
+    "receiver_crash": ReceiverCrashFault, "tcp_toxic": TcpToxicFault,
 }
 
 

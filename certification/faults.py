@@ -28,6 +28,7 @@ from certification.receiver_contract import ReceiverContract
 from certification.scenarios import DayTarget, Fault, Row
 from certification.services import Proxy, Receiver, ServiceUnavailable
 from certification.sinks import Finished, Launched
+from certification.tcp_service import TcpProxy
 from certification.wire_reader import read_request
 from certification.wiretap import Marker, WireTap
 
@@ -47,6 +48,7 @@ class FaultContext:
     seed: int
     target_day: str | None = None
     tap: WireTap | None = None
+    tcp: TcpProxy | None = None
 
 
 def target_day(row: Row, seed: int) -> str | None:

@@ -47,6 +47,7 @@ from certification.sinks import (
     render,
 )
 from certification.sinks import unit_claims as parse_claims
+from certification.tcp_service import TcpProxy, tcp_proxy_process
 from certification.verdicts import NOT_APPLICABLE, UNVERIFIED, SinkRowResult, baseline_verdict, certified_verdict
 from certification.wiretap import WireTap
 
@@ -72,6 +73,8 @@ class Family:
     behaviour: dict[str, Any] | None
     """The personality's behaviour as loaded (rows that change it put it back)."""
     namespace: HostNamespace | None = None
+    tcp: TcpProxy | None = None
+    """The TCP fault proxy between the tap and the HTTP proxy (catalogs with TCP rows only)."""
 
 
 def _export_bundle(row: Row, bindings: Path, bundle_dir: Path) -> None:
@@ -99,9 +102,11 @@ def family_services(row: Row, work: Path, seed: int, receiver_url: str | None = 
         upstream = receiver.data_url if receiver is not None else str(receiver_url)
         proxy = stack.enter_context(proxy_process(upstream, work / "proxy", seed))
         proxy_address = urlsplit(proxy.url)
+        next_hop = (str(proxy_address.hostname), int(proxy_address.port or 80))
+        tcp = stack.enter_context(tcp_proxy_process(next_hop, seed)) if row.catalog_uses_tcp else None
         namespace = stack.enter_context(host_namespace()) if isolation == NAMESPACE_MODE else None
         listen = [("127.0.0.1", 0)] + ([] if namespace is None else [(namespace.host_address, 0)])
-        tap = WireTap((str(proxy_address.hostname), int(proxy_address.port or 80)), listen)
+        tap = WireTap(tcp.listen if tcp is not None else next_hop, listen)
         tap.start()
         stack.callback(tap.stop)
         sink_url = f"http://{tap.addresses[0][0]}:{tap.addresses[0][1]}"
@@ -115,7 +120,7 @@ def family_services(row: Row, work: Path, seed: int, receiver_url: str | None = 
         bundle_dir = work / "bundle"
         _export_bundle(row, bindings, bundle_dir)
         behaviour = None if receiver is None else receiver.behaviour()
-        yield Family(receiver, proxy, tap, sink_url, bindings, bundle_dir, behaviour, namespace)
+        yield Family(receiver, proxy, tap, sink_url, bindings, bundle_dir, behaviour, namespace, tcp)
 
 
 def live_receiver_url(url: str) -> str:
@@ -146,7 +151,8 @@ class RowRunner:
             "sink_dir": str(sink.base_dir or Path.cwd()),
         }
         self.fault = fault_of(row.fault)
-        self.ctx = FaultContext(row, family.proxy, family.receiver, seed, target_day(row, seed), family.tap)
+        self.ctx = FaultContext(row, family.proxy, family.receiver, seed, target_day(row, seed), family.tap,
+                                family.tcp)
         self.finishes: list[Finished] = []
         self.runs: list[Run] = []
         self.snapshots: list[Snapshot] = []
@@ -220,6 +226,8 @@ class RowRunner:
         if family.receiver is not None:
             family.receiver.reset()
         family.proxy.reset(self.seed)
+        if family.tcp is not None:
+            family.tcp.reset()
         marker = None
         if self.ctx.target_day is not None and self.row.contract is not None:
             from certification.faults import day_marker  # noqa: PLC0415

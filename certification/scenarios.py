@@ -49,13 +49,17 @@ class DayTarget(_Closed):
 
 class Fault(_Closed):
     type: Literal["none", "proxy", "proxy_kill", "hold_kill_release", "failpoint", "receiver_rule",
-                  "external_cancel", "receiver_clock", "connect_timeout", "receiver_crash"]
+                  "external_cancel", "receiver_clock", "connect_timeout", "receiver_crash", "tcp_toxic"]
     rule: dict[str, Any] | None = None
     """``proxy``: a fault-proxy rule; ``receiver_rule``: a receiver behaviour rule."""
     phase: Literal["request_headers", "request", "forwarded", "response"] | None = None
     point: str | None = None
     target: Literal["seeded"] | DayTarget | None = None
     """The day whose first mutation request the fault acts on: a stated day, or one the seed picks."""
+    toxic: dict[str, Any] | None = None
+    """``tcp_toxic``: a Toxiproxy toxic (``type``, ``stream``, ``attributes``, ``toxicity``)."""
+    once: bool = True
+    """``tcp_toxic``: removed once the first connection carrying a mutation request has ended."""
     advance_seconds: tuple[float, ...] | None = Field(default=None, min_length=1, max_length=8)
     """``receiver_clock``: the steps the receiver's clock jumps once a job was accepted (each read
     between steps lets the receiver settle what became due, e.g. finish a job, then expire it)."""
@@ -63,7 +67,7 @@ class Fault(_Closed):
     @model_validator(mode="after")
     def _fields_of_type(self) -> Fault:
         needed = {"proxy": "rule", "receiver_rule": "rule", "proxy_kill": "phase", "failpoint": "point",
-                  "receiver_clock": "advance_seconds"}.get(self.type)
+                  "receiver_clock": "advance_seconds", "tcp_toxic": "toxic"}.get(self.type)
         if needed is not None and getattr(self, needed) is None:
             raise ValueError(f"a {self.type} fault needs {needed}")
         if any(not 0 < step <= 10 * 365 * 86400 for step in self.advance_seconds or ()):
@@ -123,6 +127,8 @@ class Row:
     fault: Fault
     expect: Expect
     caught_duplicating: tuple[str, ...] = ()
+    catalog_uses_tcp: bool = False
+    """Some row of this row's catalog needs the TCP fault proxy in the chain."""
     dataset: Dataset | None = field(default=None, compare=False)
     contract: ReceiverContract | None = field(default=None, compare=False)
 
@@ -166,8 +172,10 @@ def load_catalog(path: Path) -> list[Row]:
         contract = read_contract(receiver)
     except (DatasetError, DocumentError) as exc:
         raise CatalogError(f"{path}: {exc}") from None
+    uses_tcp = any(isinstance(entry, RowSpec) and entry.fault.type == "tcp_toxic" for entry in catalog.rows)
     common = {
         "catalog": path, "family": catalog.family, "workload": workload, "receiver": receiver,
+        "catalog_uses_tcp": uses_tcp,
         "binding": catalog.binding, "scope_from": catalog.scope["from"], "scope_to": catalog.scope["to"],
         "dataset": dataset, "contract": contract,
     }
