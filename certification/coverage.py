@@ -29,6 +29,9 @@ EXCLUSIONS = BUNDLED.parent / "fault-space.yaml"
 JOURNALS = ("sqlite", "postgres")
 FAMILIES = ("sync_batch", "async_bulk_job")
 JOB_OUTCOMES = ("external_cancel", "receipt_expiry")
+RECEIVER_OUTCOMES = ("crash",)
+WIRE_FAULTS = ("connect_stall",)
+"""The wire tap's own faults (certification.wiretap): a connect that never completes."""
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -76,6 +79,7 @@ def receiver_cells(family: str) -> tuple[tuple[str], ...]:
         kinds = [kind for kind in kinds if kind != "job_failure"]
     else:
         kinds.extend(JOB_OUTCOMES)
+    kinds.extend(RECEIVER_OUTCOMES)
     return tuple((kind,) for kind in kinds)
 
 
@@ -103,6 +107,7 @@ def fault_space() -> list[Cell]:
                 add("none", [("none",)])
                 add("http", http)
                 add("tcp", tcp)
+                add("wire", [(name,) for name in WIRE_FAULTS])
                 add("receiver", receiver_cells(family))
                 add("crash_point", [(point,) for point in failpoints_of(
                     ("prepare", "journal", "submit", "poll", "summary"), family)])
@@ -132,6 +137,13 @@ def row_cells(row: Row, journal: str) -> list[Cell]:
         keys.append(("receiver", ("external_cancel",)))
     elif fault.type == "receiver_clock":
         keys.append(("receiver", ("receipt_expiry",)))
+    elif fault.type == "receiver_crash":
+        keys.append(("receiver", ("crash",)))
+    elif fault.type == "tcp_toxic":
+        toxic = fault.toxic or {}
+        keys.append(("tcp", (str(toxic.get("type")), str(toxic.get("stream", "downstream")))))
+    elif fault.type == "connect_timeout":
+        keys.append(("wire", ("connect_stall",)))
     return [Cell(dimension, key, row.family, personality, journal) for dimension, key in keys]
 
 

@@ -19,9 +19,11 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from certification.dataset import Dataset, RowKey, day_range, row_digest
 from certification.history import DayState, Effect, Snapshot, WireRequest
+from certification.http_framing import RawRequest
 from certification.receiver_contract import ReceiverContract
 from certification.wire_reader import read_request
 from certification.wiretap import TappedConnection
@@ -141,39 +143,71 @@ def _faults(entry: Mapping[str, Any] | None) -> tuple[str, ...]:
     return tuple(f"{note.get('action')}@{note.get('phase')}" for note in notes if isinstance(note, dict))
 
 
-def wire_requests(connections: Sequence[TappedConnection], proxy_log: Sequence[Mapping[str, Any]],
-                  contract: ReceiverContract, windows: Sequence[RunWindow]) -> tuple[tuple[WireRequest, ...], int]:
-    """The mutation requests on the wire, and how many proxy mutation entries no tapped request explains."""
+def _pair_by_address(connections: Sequence[TappedConnection], proxy_log: Sequence[Mapping[str, Any]]
+                     ) -> dict[tuple[int, int], Mapping[str, Any]]:
+    """(connection, request index) -> its proxy entry, where the proxy saw the tap's own connection
+    (HTTP/1.1 answers one request at a time, so the n-th request is the n-th entry)."""
     by_client: dict[str, list[Mapping[str, Any]]] = {}
     for logged in sorted(proxy_log, key=lambda item: int(item.get("seq", 0))):
         by_client.setdefault(str(logged.get("client", "")), []).append(logged)
-    explained: set[int] = set()
-    found: list[tuple[float, int, int, WireRequest]] = []
+    pairs = {}
     for connection in connections:
         entries = by_client.get(connection.upstream_local, [])
-        for index, raw in enumerate(connection.framer.requests):
-            entry = entries[index] if index < len(entries) else None
-            if entry is not None:
-                explained.add(int(entry.get("seq", -1)))
-            facts = read_request(raw, contract)
-            if not facts.mutation:
+        for index in range(min(len(entries), len(connection.framer.requests))):
+            pairs[(connection.connection_id, index)] = entries[index]
+    return pairs
+
+
+def _pair_by_content(pending: list[tuple[float, tuple[int, int], RawRequest]],
+                     entries: Sequence[Mapping[str, Any]]) -> dict[tuple[int, int], Mapping[str, Any]]:
+    """Where a TCP hop stands between the tap and the proxy, the proxy sees that hop's connections: pair
+    each proxy entry with the earliest unpaired request of the same method, path and body digest (any
+    body when the proxy never read one) that left the sink before the proxy saw it."""
+    pairs: dict[tuple[int, int], Mapping[str, Any]] = {}
+    free = sorted(pending, key=lambda item: item[0])
+    for entry in sorted(entries, key=lambda item: int(item.get("seq", 0))):
+        stamps = [value for value in (entry.get("timestamps") or {}).values() if isinstance(value, int | float)]
+        seen_at = min(stamps) if stamps else float("inf")
+        digest = entry.get("request_body_sha256")
+        for position, (at, key, raw) in enumerate(free):
+            if at > seen_at + _SLACK_S or raw.method.upper() != str(entry.get("method", "")).upper():
                 continue
-            at = connection.time_at(raw.start)
-            found.append((at, connection.connection_id, index, WireRequest(
-                seq=0, at=at, run=_run_of(at, windows), endpoint=facts.endpoint.value, method=facts.method,
-                targets=None if facts.targets is None else tuple(sorted(facts.targets)),
-                target_source=facts.target_source, fence=facts.fence, head_complete=raw.head_complete,
-                body_complete=raw.body_complete,
-                forwarded="unlogged" if entry is None else str(entry.get("forwarded", "no")),
-                response_delivered=entry is not None and entry.get("phase") == "delivered",
-                faults=_faults(entry), marked=index in connection.marked,
-            )))
+            if urlsplit(raw.target).path != entry.get("path"):
+                continue
+            if digest is not None and hashlib.sha256(bytes(raw.body)).hexdigest() != digest:
+                continue
+            pairs[key] = entry
+            del free[position]
+            break
+    return pairs
+
+
+def wire_requests(connections: Sequence[TappedConnection], proxy_log: Sequence[Mapping[str, Any]],
+                  contract: ReceiverContract, windows: Sequence[RunWindow]) -> tuple[tuple[WireRequest, ...], int]:
+    """The mutation requests on the wire, and how many proxy mutation entries no tapped request explains."""
+    mutation_log = [entry for entry in proxy_log if str(entry.get("method", "")).upper() in MUTATING_METHODS]
+    pairs = _pair_by_address(connections, proxy_log)
+    paired_seqs = {int(entry.get("seq", -1)) for entry in pairs.values()}
+    every: list[tuple[float, int, int, RawRequest, Any]] = [
+        (connection.time_at(raw.start), connection.connection_id, index, raw, read_request(raw, contract))
+        for connection in connections for index, raw in enumerate(connection.framer.requests)]
+    found = [item for item in every if item[4].mutation]
+    unpaired = [(at, (cid, index), raw) for at, cid, index, raw, _ in every if (cid, index) not in pairs]
+    pairs.update(_pair_by_content(unpaired, [e for e in mutation_log if int(e.get("seq", -1)) not in paired_seqs]))
+    marked = {(c.connection_id, index) for c in connections for index in c.marked}
     found.sort(key=lambda item: item[:3])
-    requests = tuple(WireRequest(**{**_fields(request), "seq": seq + 1}) for seq, (*_, request) in enumerate(found))
-    unexplained = sum(1 for entry in proxy_log if int(entry.get("seq", -1)) not in explained
-                      and str(entry.get("method", "")).upper() in MUTATING_METHODS)
-    return requests, unexplained
-
-
-def _fields(request: WireRequest) -> dict[str, Any]:
-    return {name: getattr(request, name) for name in request.__slots__}
+    requests = []
+    for seq, (at, cid, index, raw, facts) in enumerate(found, start=1):
+        entry = pairs.get((cid, index))
+        requests.append(WireRequest(
+            seq=seq, at=at, run=_run_of(at, windows), endpoint=facts.endpoint.value, method=facts.method,
+            targets=None if facts.targets is None else tuple(sorted(facts.targets)),
+            target_source=facts.target_source, fence=facts.fence, head_complete=raw.head_complete,
+            body_complete=raw.body_complete,
+            forwarded="unlogged" if entry is None else str(entry.get("forwarded", "no")),
+            response_delivered=entry is not None and entry.get("phase") == "delivered",
+            faults=_faults(entry), marked=(cid, index) in marked,
+        ))
+    explained = {int(entry.get("seq", -1)) for entry in pairs.values()}
+    unexplained = sum(1 for entry in mutation_log if int(entry.get("seq", -1)) not in explained)
+    return tuple(requests), unexplained

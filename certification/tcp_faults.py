@@ -1,8 +1,9 @@
 """Byte-level faults from the TCP fault proxy between the wire tap and the HTTP fault proxy.
 
 A toxic is a connection-level fault: it acts on every connection while it is installed. A one-shot
-row (``once``, the default) removes it as soon as the first connection that carried a mutation request
-has ended, so the toxic acts on that request and the sink's retry meets a clean wire. It counts as
+row (``once``, the default) removes it as soon as the sink has left the first connection that carried a
+mutation request (its answer came, or it gave up), so the toxic acts on that request and the sink's
+retry meets a clean wire. It counts as
 fired when that happened; with ``once: false`` it stays for the whole first run and counts as fired
 when the first run opened a connection through it. Which side of the receiver's commit it acted on is
 in the history: whether the proxy forwarded the request, and the receiver's effects.
@@ -35,7 +36,7 @@ class TcpToxicFault(RowFault):
     def _acted(self, ctx: FaultContext) -> bool:
         assert ctx.tap is not None and ctx.row.contract is not None
         for connection in ctx.tap.connections():
-            if self.spec.once and connection.closed_at is None:
+            if self.spec.once and connection.client_left_at is None and connection.closed_at is None:
                 continue
             if not self.spec.once and connection.framer.requests:
                 return True

@@ -53,6 +53,8 @@ class TappedConnection:
     """The address the proxy logs as this connection's client."""
     opened_at: float = field(default_factory=time.time)
     closed_at: float | None = None
+    client_left_at: float | None = None
+    """When the sink stopped sending on it (its EOF or a reset): it gave up on or finished its requests."""
     arrivals: list[tuple[int, float]] = field(default_factory=list)
     """(stream offset, time) of every chunk the client sent."""
     framer: RequestFramer = field(default_factory=RequestFramer)
@@ -112,6 +114,12 @@ class _Relay:
         self.record.closed_at = time.time()
 
     async def _client_to_upstream(self, upstream: asyncio.StreamWriter) -> None:
+        try:
+            await self._pump_client(upstream)
+        finally:
+            self.record.client_left_at = time.time()
+
+    async def _pump_client(self, upstream: asyncio.StreamWriter) -> None:
         while True:
             data = await self.client.read(65536)
             if not data:
