@@ -56,7 +56,8 @@ def day_range(start: str, end: str) -> tuple[str, ...]:
 
 
 def _decimal(text: str) -> str:
-    return format(Decimal(text).normalize(), "f")
+    number = Decimal(text).normalize()
+    return format(number.copy_abs() if number.is_zero() else number, "f")  # -0 is 0, as the sink writes it
 
 
 def _timestamp(text: str) -> str | None:
