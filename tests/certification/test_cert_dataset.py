@@ -206,7 +206,7 @@ def test_the_bundled_sync_dataset_is_read_per_day() -> None:
     assert dataset.universe == ("2026-03-01", "2026-03-02", "2026-03-03", "2026-03-04")
     assert [dataset.row_count(day) for day in dataset.universe] == [3, 2, 1, 2]
     assert dataset.resource == "measurements" and dataset.mutation_kind == "partition_replace"
-    assert dataset.scope_field == "business_date" and [f.name for f in dataset.fields][0] == "business_date"
+    assert dataset.scope_field == "business_date" and dataset.fields[0].name == "business_date"
 
 
 def test_days_without_rows_are_part_of_the_universe(tmp_path: Path) -> None:
@@ -379,7 +379,7 @@ def test_sources_the_harness_cannot_read_are_refused(tmp_path: Path) -> None:
 
 def test_workload_and_mapping_refusals(tmp_path: Path) -> None:
     workload = _csv(tmp_path, HEADER)
-    with pytest.raises(DatasetError, match="test.mapping.v1.yaml: cannot be read"):
+    with pytest.raises(DatasetError, match=r"test\.mapping\.v1\.yaml: cannot be read"):
         read_dataset(workload, "2026-03-01", "2026-03-02", mappings_dir=tmp_path / "elsewhere")
     (tmp_path / "mappings" / "test.mapping.v1.yaml").write_text("id: x\n")
     with pytest.raises(DatasetError, match=r"not a payload mapping \(\d+ problem\(s\)\)"):
