@@ -87,7 +87,10 @@ def multipart_parts(body: bytes, boundary: str) -> list[tuple[str | None, str | 
                 message[name.decode("latin-1").strip()] = value.decode("utf-8", "replace").strip()
         disposition = Message()
         disposition["content-type"] = "x/x; " + (message.get("content-disposition", "") or "").partition(";")[2]
-        parts.append((disposition.get_param("name"), disposition.get_param("filename"),  # type: ignore[arg-type]
+        part_name, filename = disposition.get_param("name"), disposition.get_param("filename")
+        # Only plain parameters count: the receiver reads no RFC 2231 ``filename*=`` (a tuple here).
+        parts.append((part_name if isinstance(part_name, str) else None,
+                      filename if isinstance(filename, str) else None,
                       content[:-2] if content.endswith(b"\r\n") else content))
     return parts
 
