@@ -141,7 +141,10 @@ def _request_line(request: RawRequest) -> tuple[str, str]:
 
 def read_request(request: RawRequest, contract: ReceiverContract) -> WireFacts:
     method, target = _request_line(request)
-    split = urlsplit(target)
+    try:
+        split = urlsplit(target)
+    except ValueError:  # "//[x": no URL, so no endpoint of the receiver
+        split = urlsplit("")
     endpoint = contract.endpoint(method, split.path)
     resource = contract.resource_of(endpoint, split.path)
     fence_rule = contract.fence_for(endpoint)
