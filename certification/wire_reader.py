@@ -149,7 +149,9 @@ def read_request(request: RawRequest, contract: ReceiverContract) -> WireFacts:
     resource = contract.resource_of(endpoint, split.path)
     fence_rule = contract.fence_for(endpoint)
     query = dict(parse_qsl(split.query, keep_blank_values=True))
-    targets = _range_days(query.get("range_start"), query.get("range_end"))
+    targets = None
+    if endpoint is Endpoint.SYNC_SUBMIT:  # an upload's range is in its scalar parts only (docs/mock-receiver.md)
+        targets = _range_days(query.get("range_start"), query.get("range_end"))
     source = "range" if targets is not None else "unknown"
     fence: str | None = None
     if fence_rule is not None and fence_rule.header is not None:
