@@ -1,0 +1,29 @@
+"""Kill tests for certification/checkers.py (mutation gate, tools/mutation): the status names the
+artifacts carry, a result's defaults, that an earlier request for other days never ends the search
+for an earlier one for the same days, and how a resend of several days is named."""
+
+from __future__ import annotations
+
+from cert_history_support import DAY1, DAY2, DAYS, history, request
+
+from certification.checkers import CheckResult, Status, unproved_resends
+
+
+def test_the_status_names_are_the_ones_the_artifacts_carry() -> None:
+    assert [status.value for status in Status] == ["valid", "invalid", "unknown"]
+
+
+def test_a_result_counts_nothing_and_gives_no_reason_by_default() -> None:
+    result = CheckResult("x", Status.VALID)
+    assert (result.count, result.reasons) == (0, ())
+
+
+def test_an_earlier_request_for_other_days_does_not_end_the_search() -> None:
+    requests = (request(1, (DAY2,)), request(2, (DAY1,)), request(3, (DAY1,)))
+    assert unproved_resends(history(requests=requests)).reasons == (
+        f"request 3 (run 1) resent {DAY1} after request 2 without proof: no fence",)
+
+
+def test_a_resend_of_several_days_names_each() -> None:
+    result = unproved_resends(history(requests=(request(1, DAYS), request(2, DAYS))))
+    assert result.reasons == (f"request 2 (run 1) resent {DAY1}, {DAY2} after request 1 without proof: no fence",)
