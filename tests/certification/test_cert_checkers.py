@@ -20,6 +20,7 @@ from certification.checkers import (
     Counters,
     Status,
     check_all,
+    checkpoint_gaps,
     compose,
     duplicates,
     evidence_complete,
@@ -29,7 +30,7 @@ from certification.checkers import (
     unproved_resends,
     wrong_content,
 )
-from certification.history import Completeness
+from certification.history import Completeness, RunKind
 
 # --- the clean delivery ---------------------------------------------------------------------------
 
@@ -45,7 +46,7 @@ def test_a_clean_delivery_is_valid_for_every_checker() -> None:
 def test_the_safety_checkers_are_listed_in_counter_order() -> None:
     assert [checker.__name__ for checker in SAFETY_CHECKERS] == list(SAFETY_COUNTERS)
     assert SAFETY_COUNTERS == ("duplicates", "false_successes", "unproved_resends", "silent_losses",
-                               "out_of_scope", "wrong_content")
+                               "out_of_scope", "wrong_content", "checkpoint_gaps")
 
 
 # --- compose ----------------------------------------------------------------------------------------
@@ -117,13 +118,13 @@ def test_an_effect_whose_days_are_unknown_applies_nothing_twice() -> None:
 
 
 def test_appends_to_one_day_are_not_duplicates_by_day() -> None:
-    result = duplicates(history(mutation_kind="append", effects=(effect(1, (DAY1,)), effect(2, (DAY1,)))))
+    result = duplicates(history(mutation_kind="incremental_append", effects=(effect(1, (DAY1,)), effect(2, (DAY1,)))))
     assert result.status is Status.VALID
 
 
 def test_the_same_fence_key_applied_twice_is_a_duplicate_whatever_its_days() -> None:
     appended = (effect(1, (DAY1,), fence="k"), effect(2, (DAY2,), fence="k"))
-    assert duplicates(history(mutation_kind="append", effects=appended)).reasons == (
+    assert duplicates(history(mutation_kind="incremental_append", effects=appended)).reasons == (
         "effect 2 applied a fence key a second time",)
     assert duplicates(history(effects=appended)).count == 1  # disjoint days, one key: still twice
 
@@ -134,7 +135,7 @@ def test_a_partition_replaced_twice_under_one_key_counts_once() -> None:
 
 
 def test_effects_without_a_fence_share_no_key() -> None:
-    result = duplicates(history(mutation_kind="append", effects=(effect(1, (DAY1,)), effect(2, (DAY2,)))))
+    result = duplicates(history(mutation_kind="incremental_append", effects=(effect(1, (DAY1,)), effect(2, (DAY2,)))))
     assert result.status is Status.VALID
 
 
@@ -296,6 +297,52 @@ def test_a_run_without_its_snapshot_is_not_judged_for_losses() -> None:
     assert silent_losses(history(runs=(run(1, 0),), snapshots=(snap(0, day(DAY1, missing=3)),))).count == 0
 
 
+def test_an_operator_steps_exit_zero_claims_no_day() -> None:
+    # It says its reconciliation worked, not that the delivery is done.
+    runs = (run(1, 4), run(2, 0, kind=RunKind.OPERATOR, claims={DAY1: "completed"}))
+    snapshots = (snap(1, day(DAY1, missing=3), day(DAY2)), snap(2, day(DAY1, missing=3), day(DAY2)))
+    h = history(runs=runs, snapshots=snapshots)
+    assert silent_losses(h).status is Status.VALID and false_successes(h).status is Status.VALID
+    delivery = history(runs=(run(1, 4), run(2, 0, kind=RunKind.RECOVERY)), snapshots=snapshots)
+    assert silent_losses(delivery).count == 1
+
+
+# --- checkpoint gaps ------------------------------------------------------------------------------------
+
+
+def test_a_checkpoint_past_a_day_the_receiver_lacks_is_a_gap() -> None:
+    h = history(runs=(replace(run(1, 4), checkpoint=DAY2),), snapshots=(snap(1, day(DAY1, missing=1), day(DAY2)),))
+    assert checkpoint_gaps(h) == CheckResult("checkpoint_gaps", Status.INVALID, 1, (
+        f"run 1 moved its checkpoint to {DAY2} past {DAY1}, which the receiver did not hold exactly",))
+
+
+def test_a_checkpoint_names_every_day_it_passed_that_was_not_exact() -> None:
+    third = "2026-03-03"
+    snapshot = snap(1, day(DAY1, surplus=1), day(DAY2, foreign=1), day(third, missing=2))
+    h = history(universe=(DAY1, DAY2, third), runs=(replace(run(1, 0), checkpoint="2026-03-04"),),
+                snapshots=(snapshot,))
+    assert checkpoint_gaps(h).reasons == (f"run 1 moved its checkpoint to 2026-03-04 past {DAY1}, {DAY2}, {third}, "
+                                          "which the receiver did not hold exactly",)
+
+
+def test_the_checkpoint_day_itself_and_later_days_are_not_claimed() -> None:
+    h = history(runs=(replace(run(1, 4), checkpoint=DAY2),), snapshots=(snap(1, day(DAY1), day(DAY2, missing=3)),))
+    assert checkpoint_gaps(h).status is Status.VALID
+
+
+def test_no_checkpoint_or_no_snapshot_claims_nothing() -> None:
+    lacking = (snap(1, day(DAY1, missing=1), day(DAY2)),)
+    assert checkpoint_gaps(history(runs=(run(1, 0),), snapshots=lacking)).status is Status.VALID
+    assert checkpoint_gaps(history(runs=(replace(run(1, 0), checkpoint=DAY2),), snapshots=(snap(0),))).count == 0
+
+
+def test_each_run_is_judged_on_its_own_checkpoint() -> None:
+    runs = (replace(run(1, 4), checkpoint=DAY2), run(2, 0), replace(run(3, 0), checkpoint=DAY2))
+    snapshots = (snap(1), snap(2, day(DAY1, missing=1), day(DAY2)), snap(3, day(DAY1, missing=1), day(DAY2)))
+    assert checkpoint_gaps(history(runs=runs, snapshots=snapshots)).reasons == (
+        f"run 3 moved its checkpoint to {DAY2} past {DAY1}, which the receiver did not hold exactly",)
+
+
 # --- unproved resends -------------------------------------------------------------------------------------
 
 
@@ -394,8 +441,8 @@ def test_counters_take_each_safety_checkers_count_and_ignore_the_rest() -> None:
     results.append(CheckResult("exercise", Status.INVALID, 9))
     counters = Counters.of(results)
     assert counters.as_dict() == {"duplicates": 1, "false_successes": 2, "unproved_resends": 3,
-                                  "silent_losses": 4, "out_of_scope": 5, "wrong_content": 6}
-    assert Counters.of([]) == Counters(0, 0, 0, 0, 0, 0)
+                                  "silent_losses": 4, "out_of_scope": 5, "wrong_content": 6, "checkpoint_gaps": 7}
+    assert Counters.of([]) == Counters(0, 0, 0, 0, 0, 0, 0)
 
 
 @pytest.mark.parametrize("name", SAFETY_COUNTERS)

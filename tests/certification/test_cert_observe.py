@@ -7,6 +7,7 @@ in run windows, with the log entries no recorded request explains counted."""
 from __future__ import annotations
 
 import base64
+import hashlib
 import struct
 from typing import Any
 
@@ -218,9 +219,9 @@ def connection(connection_id: int, upstream: str, *chunks: tuple[float, bytes], 
 
 
 def entry(seq: int, client: str, *, method: str = "POST", forwarded: str = "yes", phase: str = "delivered",
-          faults: list[Any] | None = None) -> dict[str, Any]:
+          faults: list[Any] | None = None, **more: Any) -> dict[str, Any]:
     return {"seq": seq, "client": client, "method": method, "forwarded": forwarded, "phase": phase,
-            "faults": faults or []}
+            "faults": faults or [], **more}
 
 
 WINDOWS = [RunWindow(1, 10.0, 20.0), RunWindow(2, 30.0, 40.0)]
@@ -254,7 +255,7 @@ def test_a_request_the_proxy_never_logged_is_unlogged() -> None:
     assert not requests[1].response_delivered and requests[1].faults == ()
 
 
-def test_entries_of_another_client_are_not_paired_and_mutations_among_them_are_unexplained() -> None:
+def test_entries_of_another_client_that_match_no_request_are_unexplained_mutations() -> None:
     conns = [connection(0, "127.0.0.1:7001", (11.0, _http(SUBMIT)))]
     log = [entry(1, "127.0.0.1:9999"), entry(2, "127.0.0.1:9999", method="GET"),
            entry(3, "127.0.0.1:9999", method="put"), entry(4, "127.0.0.1:9999", method="DELETE"),
@@ -307,3 +308,74 @@ def test_unknown_targets_stay_unknown() -> None:
     conns = [connection(0, "a", (11.0, _http("/mock/v1/resources/measurements/batches", body=b"x")))]
     (request,), _ = wire_requests(conns, [], CONTRACT, WINDOWS)
     assert request.targets is None and request.target_source == "unknown"
+
+
+# --- through a TCP hop: the proxy sees the hop's connections, so entries pair by content -----------------------
+
+BATCHES = "/mock/v1/resources/measurements/batches"
+
+
+def hop_entry(seq: int, *, body: bytes | None = b"[]", at: float | None = 12.0, path: str = BATCHES,
+              method: str = "POST", **more: Any) -> dict[str, Any]:
+    return entry(seq, "127.0.0.1:8888", method=method, path=path,
+                 request_body_sha256=None if body is None else hashlib.sha256(body).hexdigest(),
+                 timestamps={} if at is None else {"request_headers": at, "request": at + 0.5}, **more)
+
+
+def test_an_entry_of_another_client_pairs_with_the_request_of_the_same_method_path_and_body() -> None:
+    conns = [connection(0, "127.0.0.1:7001", (11.0, _http(SUBMIT, body=b"[1]")), (11.5, _http(SUBMIT2, body=b"[2]")))]
+    log = [hop_entry(1, body=b"[2]", forwarded="no", phase="request"), hop_entry(2, body=b"[1]", at=13.0)]
+    (one, two), unexplained = wire_requests(conns, log, CONTRACT, WINDOWS)
+    assert unexplained == 0
+    assert (one.targets, one.forwarded, one.response_delivered) == (("2026-03-01",), "yes", True)
+    assert (two.targets, two.forwarded, two.response_delivered) == (("2026-03-02",), "no", False)
+
+
+def test_the_earliest_unpaired_request_that_left_before_the_proxy_saw_it_is_chosen() -> None:
+    conns = [connection(0, "a", (11.0, _http(SUBMIT))), connection(1, "b", (12.0, _http(SUBMIT))),
+             connection(2, "c", (20.0, _http(SUBMIT)))]
+    log = [hop_entry(1, at=12.5, forwarded="no"), hop_entry(2, at=12.5, forwarded="attempted")]
+    requests, unexplained = wire_requests(conns, log, CONTRACT, WINDOWS)
+    assert [r.forwarded for r in requests] == ["no", "attempted", "unlogged"] and unexplained == 0
+
+
+def test_a_request_that_left_after_the_proxy_saw_the_entry_is_not_its_request() -> None:
+    conns = [connection(0, "a", (12.04, _http(SUBMIT)))]
+    requests, unexplained = wire_requests(conns, [hop_entry(1, at=12.0)], CONTRACT, WINDOWS)
+    assert requests[0].forwarded == "yes" and unexplained == 0  # within the slack
+    conns = [connection(0, "a", (12.1, _http(SUBMIT)))]
+    requests, unexplained = wire_requests(conns, [hop_entry(1, at=12.0)], CONTRACT, WINDOWS)
+    assert requests[0].forwarded == "unlogged" and unexplained == 1
+
+
+@pytest.mark.parametrize("changes", [{"body": b"[9]"}, {"path": "/mock/v1/dataset-jobs"}, {"method": "PUT"}])
+def test_another_body_path_or_method_does_not_pair(changes: dict[str, Any]) -> None:
+    conns = [connection(0, "a", (11.0, _http(SUBMIT)))]
+    requests, unexplained = wire_requests(conns, [hop_entry(1, **changes)], CONTRACT, WINDOWS)
+    assert requests[0].forwarded == "unlogged" and unexplained == 1
+
+
+def test_an_entry_whose_body_the_proxy_never_read_pairs_with_any_body() -> None:
+    conns = [connection(0, "a", (11.0, _http(SUBMIT, body=b"[42]")))]
+    requests, unexplained = wire_requests(conns, [hop_entry(1, body=None, forwarded="no")], CONTRACT, WINDOWS)
+    assert requests[0].forwarded == "no" and unexplained == 0
+
+
+def test_an_entry_without_timestamps_pairs_whenever_the_request_left() -> None:
+    conns = [connection(0, "a", (99.0, _http(SUBMIT)))]
+    requests, unexplained = wire_requests(conns, [hop_entry(1, at=None)], CONTRACT, WINDOWS)
+    assert requests[0].forwarded == "yes" and unexplained == 0
+
+
+def test_a_request_paired_by_address_is_not_paired_again_by_content() -> None:
+    conns = [connection(0, "127.0.0.1:7001", (11.0, _http(SUBMIT)))]
+    log = [entry(1, "127.0.0.1:7001"), hop_entry(2)]
+    requests, unexplained = wire_requests(conns, log, CONTRACT, WINDOWS)
+    assert requests[0].forwarded == "yes" and unexplained == 1
+
+
+def test_a_read_through_the_hop_is_never_unexplained() -> None:
+    conns = [connection(0, "a", (11.0, _http(SUBMIT)))]
+    requests, unexplained = wire_requests(conns, [hop_entry(1, method="GET", path=POLL.partition("?")[0])], CONTRACT,
+                                          WINDOWS)
+    assert requests[0].forwarded == "unlogged" and unexplained == 0

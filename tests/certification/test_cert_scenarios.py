@@ -61,6 +61,13 @@ def test_relative_paths_are_read_from_the_catalogs_directory(tmp_path: Path) -> 
         load_catalog(catalog(tmp_path, [NONE_ROW], workload="measurements-sync.yaml"))  # not beside the catalog
 
 
+def test_a_catalog_with_a_tcp_row_puts_every_row_behind_the_tcp_proxy(tmp_path: Path) -> None:
+    toxic = {"id": "tcp.reset", "fault": {"type": "tcp_toxic", "toxic": {"type": "reset_peer", "stream": "upstream"}},
+             "expect": {"end": ["first_run", "recovery"]}}
+    assert [row.catalog_uses_tcp for row in load_catalog(catalog(tmp_path, [NONE_ROW, toxic]))] == [True, True]
+    assert [row.catalog_uses_tcp for row in load_catalog(catalog(tmp_path, [NONE_ROW]))] == [False]
+
+
 def test_the_async_prefix(tmp_path: Path) -> None:
     path = catalog(tmp_path, [NONE_ROW], family="async_bulk_job",
                    workload=str(SCENARIOS / "workloads" / "measurements-async.yaml"),
@@ -121,6 +128,9 @@ def test_rows_it_refuses(tmp_path: Path, row: dict[str, Any], where: str) -> Non
     ({"type": "proxy_kill"}, "a proxy_kill fault needs phase"),
     ({"type": "failpoint"}, "a failpoint fault needs point"),
     ({"type": "receiver_clock"}, "a receiver_clock fault needs advance_seconds"),
+    ({"type": "tcp_toxic"}, "a tcp_toxic fault needs toxic"),
+    ({"type": "tcp_toxic", "toxic": {}, "target": "seeded"}, "a tcp_toxic fault cannot target a day"),
+    ({"type": "connect_timeout", "target": "seeded"}, "a connect_timeout fault cannot target a day"),
     ({"type": "receiver_clock", "advance_seconds": [0]}, "each clock step is above 0 and at most ten years"),
     ({"type": "receiver_clock", "advance_seconds": [10 * 365 * 86400 + 1]}, "at most ten years"),
     ({"type": "failpoint", "point": "x", "target": "seeded"}, "a failpoint fault cannot target a day"),

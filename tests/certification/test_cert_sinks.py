@@ -20,6 +20,7 @@ from certification.sinks import (
     SinkSpec,
     blocked_children,
     bundled_sinks,
+    checkpoint_claim,
     load_sink,
     render,
     unit_claims,
@@ -196,6 +197,27 @@ def test_only_the_last_line_is_the_result() -> None:
     stdout = _units({"scope_from": "2026-03-01", "scope_to": "2026-03-02", "status": "completed"}) + "\nbye\n"
     assert unit_claims(spec("units_json"), stdout)[1] == "its units_json result is unreadable (not valid JSON " \
                                                          "(JSONDecodeError))"
+
+
+# --- checkpoints ----------------------------------------------------------------------------------------------
+
+
+def test_the_checkpoint_a_sink_claims() -> None:
+    reference = json.dumps({"children": [], "frontier": {"frontier_scope_end": "2026-03-03T00:00:00Z"}})
+    assert checkpoint_claim(spec("reference_json"), reference) == "2026-03-03"
+    assert checkpoint_claim(spec("units_json"), json.dumps({"units": [], "checkpoint": "2026-03-02"})) == "2026-03-02"
+
+
+@pytest.mark.parametrize(("result", "stdout"), [
+    ("none", json.dumps({"checkpoint": "2026-03-02"})),
+    ("units_json", ""), ("units_json", "[]"), ("units_json", json.dumps({"checkpoint": "2026-03"})),
+    ("units_json", json.dumps({"checkpoint": 20260302})), ("units_json", json.dumps({"units": []})),
+    ("reference_json", json.dumps({"checkpoint": "2026-03-02"})),  # the reference result states its frontier
+    ("reference_json", json.dumps({"frontier": "2026-03-02"})),
+    ("reference_json", json.dumps({"frontier": {"frontier_scope_end": None}})),
+])
+def test_no_checkpoint_claimed(result: str, stdout: str) -> None:
+    assert checkpoint_claim(spec(result), stdout) is None
 
 
 # --- blocked children ----------------------------------------------------------------------------------------

@@ -134,9 +134,10 @@ def test_a_clean_run_passes() -> None:
         "endings": {"first_run": 1}, "verdict": PASS,
         "totals": {
             "mine": {"rows": 1, "duplicates": 0, "false_successes": 0, "unproved_resends": 0, "silent_losses": 0,
-                     "out_of_scope": 0, "wrong_content": 0, "pass": 1},
+                     "out_of_scope": 0, "wrong_content": 0, "checkpoint_gaps": 0, "pass": 1},
             "naive-retry": {"rows": 1, "duplicates": 1, "false_successes": 0, "unproved_resends": 1,
-                            "silent_losses": 0, "out_of_scope": 0, "wrong_content": 0, "caught": 1},
+                            "silent_losses": 0, "out_of_scope": 0, "wrong_content": 0, "checkpoint_gaps": 0,
+                            "caught": 1},
         },
     }
 
@@ -193,13 +194,13 @@ def test_endings_count_the_certified_sinks_rows_sorted_by_name() -> None:
 
 
 def test_totals_sum_counters_and_verdicts_per_sink() -> None:
-    outcomes = [_outcome("a", _result("mine", FAIL, Counters(1, 2, 3, 4, 5, 6))),
-                _outcome("b", _result("mine", FAIL, Counters(1, 0, 0, 0, 0, 1))),
+    outcomes = [_outcome("a", _result("mine", FAIL, Counters(1, 2, 3, 4, 5, 6, 7))),
+                _outcome("b", _result("mine", FAIL, Counters(1, 0, 0, 0, 0, 1, 1))),
                 _outcome("c", _result("mine", PASS)),
                 _outcome("d", _result("mine", UNVERIFIED, None))]
     totals = run_summary(outcomes, "mine")["totals"]["mine"]
     assert totals == {"rows": 3, "duplicates": 2, "false_successes": 2, "unproved_resends": 3, "silent_losses": 4,
-                      "out_of_scope": 5, "wrong_content": 7, "fail": 2, "pass": 1}
+                      "out_of_scope": 5, "wrong_content": 7, "checkpoint_gaps": 8, "fail": 2, "pass": 1}
 
 
 def test_a_summary_of_no_rows_has_nothing_to_fail() -> None:

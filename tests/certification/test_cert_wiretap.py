@@ -312,3 +312,38 @@ def test_each_connection_is_marked_on_its_own() -> None:
 def accept_after(server: socket.socket, client: socket.socket, data: bytes) -> socket.socket:
     client.sendall(data)
     return accept(server)
+
+
+# --- stalling ------------------------------------------------------------------------------------------------
+
+
+def test_a_stalled_tap_lets_connects_hang_until_it_resumes() -> None:
+    with upstream_server() as server, tapped(server) as tap:
+        assert not tap.connect_hanging()
+        tap.stall()
+        try:
+            pending = socket.socket()
+            pending.setblocking(False)
+            assert pending.connect_ex(tap.addresses[0]) != 0  # in progress: its SYN is dropped
+            wait_for(tap.connect_hanging, "a connect waiting in SYN_SENT")
+            with pytest.raises(TimeoutError):
+                socket.create_connection(tap.addresses[0], timeout=0.5)
+            pending.close()
+        finally:
+            tap.resume()
+        with closing(connect(tap)) as client:
+            client.sendall(b"x")
+            with closing(accept(server)) as peer:
+                assert read_exactly(peer, 1) == b"x"
+        assert len(tap.connections()) == 1  # the stall's fillers are never recorded as connections
+
+
+def test_when_the_sink_left_a_connection_is_recorded() -> None:
+    with upstream_server() as server, tapped(server) as tap, closing(connect(tap)) as client:
+        client.sendall(b"x")
+        with closing(accept(server)) as peer:
+            read_exactly(peer, 1)
+            assert tap.connections()[0].client_left_at is None
+            client.shutdown(socket.SHUT_WR)
+            wait_for(lambda: tap.connections()[0].client_left_at is not None, "the sink's EOF")
+            assert tap.connections()[0].closed_at is None  # the proxy's side is still open
