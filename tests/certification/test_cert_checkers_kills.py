@@ -1,12 +1,14 @@
 """Kill tests for certification/checkers.py (mutation gate, tools/mutation): the status names the
 artifacts carry, a result's defaults, that an earlier request for other days never ends the search
-for an earlier one for the same days, and how a resend of several days is named."""
+for an earlier one for the same days, how a resend of several days is named, and that an operator
+step does not end the claims of the runs after it."""
 
 from __future__ import annotations
 
-from cert_history_support import DAY1, DAY2, DAYS, history, request
+from cert_history_support import DAY1, DAY2, DAYS, day, history, request, run, snap
 
-from certification.checkers import CheckResult, Status, unproved_resends
+from certification.checkers import CheckResult, Status, silent_losses, unproved_resends
+from certification.history import RunKind
 
 
 def test_the_status_names_are_the_ones_the_artifacts_carry() -> None:
@@ -27,3 +29,10 @@ def test_an_earlier_request_for_other_days_does_not_end_the_search() -> None:
 def test_a_resend_of_several_days_names_each() -> None:
     result = unproved_resends(history(requests=(request(1, DAYS), request(2, DAYS))))
     assert result.reasons == (f"request 2 (run 1) resent {DAY1}, {DAY2} after request 1 without proof: no fence",)
+
+
+def test_runs_after_an_operator_step_still_claim() -> None:
+    runs = (run(1, 4), run(2, 0, kind=RunKind.OPERATOR), run(3, 0, kind=RunKind.RECOVERY))
+    snapshots = tuple(snap(index, day(DAY1, missing=1), day(DAY2)) for index in (1, 2, 3))
+    assert silent_losses(history(runs=runs, snapshots=snapshots)).reasons == (
+        f"run 3 exited 0 while {DAY1} lacked 1 row(s)",)

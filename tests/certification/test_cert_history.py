@@ -115,6 +115,7 @@ def test_floats_are_rounded_to_microseconds_everywhere() -> None:
     {"row_id": "sync.other"}, {"sink": "other"}, {"universe": (DAY1,)}, {"expected_digest": "sha256:other"},
     {"mutation_kind": "append"}, {"fence_deduplicates": False}, {"requests": ()}, {"effects": ()},
     {"snapshots": (snap(1, day(DAY1, foreign=1), day(DAY2)), snap(0))}, {"runs": (run(1, 4),)},
+    {"runs": (replace(run(1, 0), checkpoint=DAY2),)}, {"runs": (run(1, 0, problem="no result"),)},
     {"fault": FaultEvidence("proxy", True, "fired once", DAY1)},
     {"completeness": Completeness(proxy_log_dropped=1)},
 ])
