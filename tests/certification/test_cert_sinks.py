@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 import yaml
 
 from certification.sinks import (
+    MAX_CLAIMED_DAYS,
     SINK_SCHEMA,
     Invocation,
     Launched,
@@ -185,6 +187,30 @@ def test_a_sink_without_a_declared_result_claims_nothing() -> None:
 def test_hostile_results_are_a_problem_never_a_crash(result: str, stdout: str, problem: str) -> None:
     claims, found = unit_claims(spec(result), stdout)
     assert (claims, found) == ({}, problem)
+
+
+def test_a_result_naming_more_days_than_any_scope_is_a_problem_found_fast() -> None:
+    huge = {"scope_from": "0001-01-01", "scope_to": "9999-12-31", "status": "completed"}
+    # Refused before a day is built (unbounded, these 1000 units would be billions of claims).
+    assert unit_claims(spec("units_json"), _units(*[huge] * 1000)) == (
+        {}, f"its units_json result names more than {MAX_CLAIMED_DAYS} days")
+    reference = json.dumps({"children": [_child("completed", "X", "0001-01-01", "9999-12-31")]})
+    assert unit_claims(spec("reference_json"), reference)[1] == (
+        f"its reference_json result names more than {MAX_CLAIMED_DAYS} days")
+
+
+def test_the_bound_is_on_every_day_the_result_names_in_all() -> None:
+    def unit(start: str, end: str) -> dict[str, str]:
+        return {"scope_from": start, "scope_to": end, "status": "completed"}
+
+    first = date(2000, 1, 1)
+    at_bound = (first + timedelta(days=MAX_CLAIMED_DAYS)).isoformat()
+    claims, problem = unit_claims(spec("units_json"), _units(unit("2000-01-01", at_bound)))
+    assert problem is None and len(claims) == MAX_CLAIMED_DAYS
+    half = (first + timedelta(days=MAX_CLAIMED_DAYS // 2 + 1)).isoformat()
+    claims, problem = unit_claims(spec("units_json"), _units(unit("2000-01-01", half), unit("2000-01-01", half)))
+    assert problem == f"its units_json result names more than {MAX_CLAIMED_DAYS} days"
+    assert len(claims) == MAX_CLAIMED_DAYS // 2 + 1  # the claims before it are kept
 
 
 def test_claims_before_a_non_object_are_kept() -> None:
