@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from certification import http_framing
 from certification.dataset import read_dataset, row_digest
 from certification.observe import (
     RowEncodingError,
@@ -20,11 +21,12 @@ from certification.observe import (
     decode_row,
     effects_of,
     snapshot,
+    tap_overflowed,
     wire_requests,
 )
 from certification.receiver_contract import read_contract
 from certification.scenarios import BUNDLED
-from certification.wiretap import TappedConnection
+from certification.wiretap import MAX_CONNECTION_BYTES, TappedConnection
 from mock_receiver.canonical import encode_row
 
 DATASET = read_dataset(BUNDLED.parent / "workloads" / "measurements-sync.yaml", "2026-03-01", "2026-03-05")
@@ -379,3 +381,24 @@ def test_a_read_through_the_hop_is_never_unexplained() -> None:
     requests, unexplained = wire_requests(conns, [hop_entry(1, method="GET", path=POLL.partition("?")[0])], CONTRACT,
                                           WINDOWS)
     assert requests[0].forwarded == "unlogged" and unexplained == 0
+
+
+# --- what the tap could not keep -----------------------------------------------------------------------------
+
+
+def test_a_tap_that_kept_everything_did_not_overflow() -> None:
+    assert not tap_overflowed([connection(0, "a", (11.0, _http(SUBMIT))), connection(1, "b")])
+    assert not tap_overflowed([])
+
+
+def test_a_connection_over_the_taps_limit_overflowed() -> None:
+    record = connection(0, "a", (11.0, _http(SUBMIT)))
+    record.total_bytes = MAX_CONNECTION_BYTES
+    assert not tap_overflowed([record])
+    record.total_bytes = MAX_CONNECTION_BYTES + 1  # the rest was relayed but never framed
+    assert tap_overflowed([connection(1, "b"), record])
+
+
+def test_a_body_over_the_framers_limit_overflowed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(http_framing, "MAX_BODY_BYTES", 3)
+    assert tap_overflowed([connection(0, "a", (11.0, _http(SUBMIT) + _http(SUBMIT, body=b"[1, 2]")))])

@@ -88,7 +88,7 @@ def test_which_fences_certifiably_deduplicate(kind: str, deduplicates: bool) -> 
     assert Fence(kind, None, None).deduplicates is deduplicates
 
 
-def test_every_bundled_personality_reads(tmp_path: Path) -> None:
+def test_every_bundled_personality_reads() -> None:
     contracts = {path.stem: read_contract(path) for path in RECEIVERS.glob("*.yaml")}
     assert contracts["bare-409"].sync_fence == Fence("bare_409", None, None)
     assert not contracts["bare-409"].sync_fence.deduplicates
