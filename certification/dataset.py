@@ -25,7 +25,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -56,7 +56,8 @@ def day_range(start: str, end: str) -> tuple[str, ...]:
 
 
 def _decimal(text: str) -> str:
-    return format(Decimal(text).normalize(), "f")
+    number = Decimal(text).normalize()
+    return format(number.copy_abs() if number.is_zero() else number, "f")  # -0 is 0, as the sink writes it
 
 
 def _timestamp(text: str) -> str | None:
@@ -104,11 +105,10 @@ def typed_value(spec: MappedField, raw: object) -> Value | str:
     if spec.type == "integer":
         return ("int", str(int(text))) if _INTEGER.fullmatch(text) else "not an integer"
     if spec.type == "decimal":
+        if isinstance(raw, Decimal):
+            text = format(raw, "f")  # 1E-7 as its digits, so the scale applies to it too
         if not _DECIMAL.fullmatch(text):
-            try:
-                return ("dec", _decimal(text)) if isinstance(raw, Decimal) else "not a decimal"
-            except InvalidOperation:
-                return "not a decimal"
+            return "not a decimal"
         fraction = text.partition(".")[2]
         if spec.scale is not None and len(fraction.rstrip("0")) > spec.scale:
             return "more fraction digits than the scale"

@@ -109,7 +109,7 @@ def load_yaml_bytes(data: bytes, where: str) -> Any:
         try:
             node = loader.get_single_node()
             if node is None:
-                raise DocumentError(f"{where}: empty document")
+                raise DocumentError("empty document")  # named with ``where`` below, like every refusal
             _bounded_tree(node)
             return loader.construct_document(node)
         finally:

@@ -147,7 +147,7 @@ class RequestFramer:
         request = self._current
         if not request.head_complete:
             end = self._buffer.find(b"\r\n\r\n")
-            if end < 0:
+            if end < 0 or end > MAX_HEAD_BYTES:  # the limit holds however the head arrives
                 if len(self._buffer) > MAX_HEAD_BYTES:
                     raise FramingError("a request head over 64 KiB")
                 request.head = bytes(self._buffer)

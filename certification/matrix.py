@@ -32,9 +32,9 @@ from certification.fault_types import fault_of
 from certification.faults import FaultContext, target_day
 from certification.history import Completeness, History, Run, RunKind, Snapshot
 from certification.netns import NAMESPACE_MODE, PROCESS_MODE, HostNamespace, host_namespace, relay
-from certification.observe import RunWindow, effects_of, snapshot, wire_requests
+from certification.observe import RunWindow, effects_of, snapshot, tap_overflowed, wire_requests
 from certification.scenarios import Row
-from certification.services import Proxy, Receiver, ServiceUnavailable, proxy_process, receiver_process
+from certification.services import Proxy, Receiver, RuleRefused, ServiceUnavailable, proxy_process, receiver_process
 from certification.sinks import (
     RUN_TIMEOUT_S,
     Finished,
@@ -184,9 +184,11 @@ class RowRunner:
                             before_reap=lambda: self.fault.before_first_reap(self.ctx))
         try:
             self.fault.arm(self.ctx, launched)
-        except BaseException:
+        except BaseException as exc:
             launched.kill()  # never started: still held at the launcher
             launched.wait()
+            if isinstance(exc, RuleRefused):  # the catalog's rule: name the row that holds it
+                raise RuleRefused(f"row {self.row.row_id}: {exc}") from None
             raise
         launched.go()
         self.fault.during_first_run(self.ctx, launched)
@@ -265,7 +267,8 @@ class RowRunner:
             fence_deduplicates=bool(fence is not None and fence.deduplicates), requests=requests, effects=effects,
             snapshots=tuple(self.snapshots), runs=tuple(self.runs), fault=evidence,
             completeness=Completeness(proxy_log_dropped=dropped, ledger_read=ledger_read,
-                                      unmatched_proxy_entries=unexplained),
+                                      unmatched_proxy_entries=unexplained,
+                                      tap_overflow=tap_overflowed(family.tap.connections())),
         )
         seconds = time.monotonic() - started
         if receiver is None:

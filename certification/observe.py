@@ -26,7 +26,7 @@ from certification.history import DayState, Effect, Snapshot, WireRequest
 from certification.http_framing import RawRequest
 from certification.receiver_contract import ReceiverContract
 from certification.wire_reader import read_request
-from certification.wiretap import TappedConnection
+from certification.wiretap import MAX_CONNECTION_BYTES, TappedConnection
 
 MUTATING_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 TERMINAL_JOB_STATES = frozenset({"complete", "incomplete", "error", "cancelled"})
@@ -180,6 +180,14 @@ def _pair_by_content(pending: list[tuple[float, tuple[int, int], RawRequest]],
             del free[position]
             break
     return pairs
+
+
+def tap_overflowed(connections: Sequence[TappedConnection]) -> bool:
+    """Did the tap keep only part of what a sink sent: a connection over its limit (the rest was relayed,
+    never framed) or a body over the framer's? Requests it never recorded could be resends."""
+    return any(connection.total_bytes > MAX_CONNECTION_BYTES
+               or any(request.body_truncated for request in connection.framer.requests)
+               for connection in connections)
 
 
 def wire_requests(connections: Sequence[TappedConnection], proxy_log: Sequence[Mapping[str, Any]],

@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import Any, Literal
 
@@ -35,6 +36,9 @@ SINK_SCHEMA = "restproof.sink_under_test.v2"
 BUNDLED = Path(__file__).resolve().parents[1] / "scenarios" / "sinks"
 RUN_TIMEOUT_S = 120.0
 MAX_RESULT_BYTES = 4 * 1024 * 1024
+MAX_CLAIMED_DAYS = 36_600
+"""Days a result may name in all (a century): more is no delivery's scope, and the bound keeps a hostile
+result (``0001-01-01`` to ``9999-12-31``, many times) from costing the harness minutes and gigabytes."""
 _LAUNCHER = (
     "import os, sys, time\n"
     "go = sys.argv[1]\n"
@@ -210,11 +214,15 @@ def _last_document(stdout: str) -> Any:
     return loads_json(lines[-1], "the result")
 
 
-def _days(start: object, end: object) -> tuple[str, ...]:
+def _days(start: object, end: object, room: int) -> tuple[str, ...] | None:
+    """The days of [start, end) (none when it is no range of days); None when they are more than ``room``."""
     try:
-        return day_range(str(start)[:10], str(end)[:10])
+        first, last = date.fromisoformat(str(start)[:10]), date.fromisoformat(str(end)[:10])
     except ValueError:
         return ()
+    if (last - first).days > room:
+        return None
+    return day_range(first.isoformat(), last.isoformat())
 
 
 def unit_claims(spec: SinkSpec, stdout: str) -> tuple[dict[str, str], str | None]:
@@ -234,6 +242,7 @@ def unit_claims(spec: SinkSpec, stdout: str) -> tuple[dict[str, str], str | None
     if not isinstance(items, list):
         return {}, f"its {spec.result} result has no list of {key}"
     claims: dict[str, str] = {}
+    room = MAX_CLAIMED_DAYS
     for item in items:
         if not isinstance(item, dict):
             return claims, f"its {spec.result} result lists a non-object"
@@ -245,10 +254,13 @@ def unit_claims(spec: SinkSpec, stdout: str) -> tuple[dict[str, str], str | None
             status = item.get("status")
             outcome = "completed" if status == "completed" else "unknown" if effect == "UNKNOWN" else \
                 "partial" if effect == "PARTIALLY_APPLIED" else "failed"
-            days = _days(scope.get("start"), scope.get("end"))
+            days = _days(scope.get("start"), scope.get("end"), room)
         else:
             outcome = "completed" if item.get("status") == "completed" else "failed"
-            days = _days(item.get("scope_from"), item.get("scope_to"))
+            days = _days(item.get("scope_from"), item.get("scope_to"), room)
+        if days is None:
+            return claims, f"its {spec.result} result names more than {MAX_CLAIMED_DAYS} days"
+        room -= len(days)
         for day in days:
             claims[day] = outcome
     return claims, None

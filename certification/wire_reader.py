@@ -87,7 +87,10 @@ def multipart_parts(body: bytes, boundary: str) -> list[tuple[str | None, str | 
                 message[name.decode("latin-1").strip()] = value.decode("utf-8", "replace").strip()
         disposition = Message()
         disposition["content-type"] = "x/x; " + (message.get("content-disposition", "") or "").partition(";")[2]
-        parts.append((disposition.get_param("name"), disposition.get_param("filename"),  # type: ignore[arg-type]
+        part_name, filename = disposition.get_param("name"), disposition.get_param("filename")
+        # Only plain parameters count: the receiver reads no RFC 2231 ``filename*=`` (a tuple here).
+        parts.append((part_name if isinstance(part_name, str) else None,
+                      filename if isinstance(filename, str) else None,
                       content[:-2] if content.endswith(b"\r\n") else content))
     return parts
 
@@ -138,12 +141,17 @@ def _request_line(request: RawRequest) -> tuple[str, str]:
 
 def read_request(request: RawRequest, contract: ReceiverContract) -> WireFacts:
     method, target = _request_line(request)
-    split = urlsplit(target)
+    try:
+        split = urlsplit(target)
+    except ValueError:  # "//[x": no URL, so no endpoint of the receiver
+        split = urlsplit("")
     endpoint = contract.endpoint(method, split.path)
     resource = contract.resource_of(endpoint, split.path)
     fence_rule = contract.fence_for(endpoint)
     query = dict(parse_qsl(split.query, keep_blank_values=True))
-    targets = _range_days(query.get("range_start"), query.get("range_end"))
+    targets = None
+    if endpoint is Endpoint.SYNC_SUBMIT:  # an upload's range is in its scalar parts only (docs/mock-receiver.md)
+        targets = _range_days(query.get("range_start"), query.get("range_end"))
     source = "range" if targets is not None else "unknown"
     fence: str | None = None
     if fence_rule is not None and fence_rule.header is not None:

@@ -204,6 +204,7 @@ class WireTap:
         self._fillers: list[socket.socket] = []
         self._filler_ports: set[int] = set()
         self._relays: set[asyncio.Task[None]] = set()
+        self._acceptors: list[asyncio.Task[None]] = []
         self.addresses: list[tuple[str, int]] = []
 
     def start(self) -> list[tuple[str, int]]:
@@ -225,8 +226,12 @@ class WireTap:
             self._sockets.append(sock)
             bound = sock.getsockname()
             addresses.append((bound[0], bound[1]))
-            asyncio.get_running_loop().create_task(self._accept_loop(sock))
+        self._start_acceptors()
         return addresses
+
+    def _start_acceptors(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._acceptors = [loop.create_task(self._accept_loop(sock)) for sock in self._sockets]
 
     async def _accept_loop(self, sock: socket.socket) -> None:
         loop = asyncio.get_running_loop()
@@ -237,16 +242,21 @@ class WireTap:
             if peer[1] in self._filler_ports:
                 connection.close()  # a filler of a stall: it only held a place in the queue
                 continue
-            reader, writer = await asyncio.open_connection(sock=connection)
-            task = loop.create_task(self._accept(reader, writer))
+            task = loop.create_task(self._adopt(connection))
             self._relays.add(task)  # keep a reference until it ends
             task.add_done_callback(self._relays.discard)
+
+    async def _adopt(self, connection: socket.socket) -> None:
+        reader, writer = await asyncio.open_connection(sock=connection)
+        await self._accept(reader, writer)
 
     def stall(self) -> None:
         """Stop accepting on the first address and fill its queue: further connects hang."""
         async def pause() -> None:
             assert self._accepting is not None
             self._accepting.clear()
+            for acceptor in self._acceptors:  # an accept already waiting would free a place in the queue
+                acceptor.cancel()
         asyncio.run_coroutine_threadsafe(pause(), self._loop).result(timeout=10)
         host, port = self.addresses[0]
         for _ in range(BACKLOG + 2):
@@ -261,6 +271,8 @@ class WireTap:
         async def go() -> None:
             assert self._accepting is not None
             self._accepting.set()
+            if all(acceptor.done() for acceptor in self._acceptors):
+                self._start_acceptors()
         asyncio.run_coroutine_threadsafe(go(), self._loop).result(timeout=10)
         time.sleep(0.05)  # let the queued fillers be accepted and dropped
         for filler in self._fillers:

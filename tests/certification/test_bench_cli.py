@@ -22,10 +22,15 @@ runner = CliRunner()
     ["throughput", "--rows", "0"],
     ["rss", "--decoded-mb", "5"],
     ["throughput", "--sink", "no-such-sink.yaml"],
+    ["throughput", "--sink", "V1_SINK"],
     ["adaptive", "--days", "5"],
     ["load", "--users", "0"],
 ])
 def test_invalid_input_is_exit_2(tmp_path: Path, argv: list[str]) -> None:
+    v1 = tmp_path / "v1.yaml"  # a sink file without an explicit role
+    v1.write_text(json.dumps({"schema_id": "restproof.sink_under_test.v1", "name": "old", "description": "d",
+                              "run": ["true"]}))
+    argv = [str(v1) if arg == "V1_SINK" else arg for arg in argv]
     result = runner.invoke(app, ["bench", *argv, "--out", str(tmp_path / "out")])
     assert result.exit_code == 2, result.output
     assert not (tmp_path / "out").exists()
@@ -41,7 +46,7 @@ def test_existing_evidence_is_refused(tmp_path: Path) -> None:
 
 def test_a_sink_that_lies_is_a_wrong_result_beside_a_passing_baseline(tmp_path: Path) -> None:
     liar = tmp_path / "liar.yaml"
-    liar.write_text(json.dumps({"schema_id": "restproof.sink_under_test.v1", "name": "liar",
+    liar.write_text(json.dumps({"schema_id": "restproof.sink_under_test.v2", "name": "liar", "role": "certified",
                                 "description": "exits 0 and sends nothing", "run": ["{python}", "-c", "print(1)"]}))
     out = tmp_path / "out"
     result = runner.invoke(app, ["bench", "throughput", "--sink", str(liar), "--rows", "200", "--out", str(out)])

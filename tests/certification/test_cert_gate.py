@@ -24,7 +24,8 @@ def _run(root: Path, key: Path, *, verdicts: dict[str, str], totals: dict[str, i
         "remote_effect_fault_matrix.json": {"schema_id": "m", "rows": rows},
         "certification_summary.json": {"schema_id": "s", "certified_sink": "reference", "valid": valid,
                                        "baseline_not_caught": [] if valid else ["sync.x:naive-retry"],
-                                       "totals": {"reference": {**SAFE, **(totals or {})}}},
+                                       "totals": {"reference": {**SAFE, **(totals or {})}},
+                                       "verdict": "PASS" if valid else "INVALID"},
     }
     if ratio is not None:
         documents["throughput_benchmark.json"] = {"schema_id": "b", "ratios": {

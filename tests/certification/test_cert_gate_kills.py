@@ -36,7 +36,7 @@ def _run(root: Path, keys: KeyPaths, *, verdicts: dict[str, str] | None = None, 
         "remote_effect_fault_matrix.json": {"schema_id": "m", "rows": rows},
         "certification_summary.json": {"schema_id": "s", "certified_sink": "reference", "valid": True,
                                        "baseline_not_caught": [], "totals": {"reference": dict(SAFE)},
-                                       **(summary or {})},
+                                       "verdict": "PASS", **(summary or {})},
     }
     for name in unstated:
         del documents["certification_summary.json"][name]
@@ -62,6 +62,22 @@ def test_each_safety_counter_alone_fails_the_gate(tmp_path: Path, keys: KeyPaths
     baseline = _run(tmp_path / "b", keys)
     current = _run(tmp_path / "c", keys, summary={"totals": {"reference": {**SAFE, counter: 2}}})
     assert _gate(baseline, current, keys) == (f"reference: {counter} = 2",)
+
+
+@pytest.mark.parametrize("verdict", ["FAIL", "UNVERIFIED", "INVALID", "pass", None])
+def test_a_run_whose_own_signed_verdict_is_not_pass_fails_the_gate(tmp_path: Path, keys: KeyPaths,
+                                                                   verdict: str | None) -> None:
+    baseline = _run(tmp_path / "b", keys)
+    current = _run(tmp_path / "c", keys, summary={"verdict": verdict})
+    assert _gate(baseline, current, keys) == (f"the current run's own signed verdict is {verdict}, not PASS",)
+    unstated = _run(tmp_path / "u", keys, unstated=("verdict",))
+    assert _gate(baseline, unstated, keys) == ("the current run's own signed verdict is None, not PASS",)
+
+
+def test_counters_fail_the_gate_even_under_a_verdict_that_says_pass(tmp_path: Path, keys: KeyPaths) -> None:
+    # The gate reads the counters itself: a summary whose verdict contradicts them is not believed.
+    current = _run(tmp_path / "c", keys, summary={"totals": {"reference": {**SAFE, "duplicates": 1}}})
+    assert _gate(_run(tmp_path / "b", keys), current, keys) == ("reference: duplicates = 1",)
 
 
 def test_a_summary_that_does_not_say_it_is_valid_is_invalid(tmp_path: Path, keys: KeyPaths) -> None:
@@ -135,7 +151,15 @@ def test_a_ratio_beyond_its_tolerance_fails(tmp_path: Path, keys: KeyPaths, befo
 def test_a_ratio_after_one_the_current_run_lacks_is_still_gated(tmp_path: Path, keys: KeyPaths) -> None:
     baseline = _run(tmp_path / "b", keys, benches={"t": {"a_gone": _ratio(1.0), "b_kept": _ratio(1.0)}})
     current = _run(tmp_path / "c", keys, benches={"t": {"b_kept": _ratio(0.5)}})
-    assert _gate(baseline, current, keys) == ("t_benchmark.b_kept: 0.500 vs baseline 1.000 (tolerance 10%)",)
+    assert _gate(baseline, current, keys) == ("t_benchmark.a_gone: in the baseline, missing from the current run",
+                                              "t_benchmark.b_kept: 0.500 vs baseline 1.000 (tolerance 10%)")
+
+
+def test_a_ratio_the_current_run_lacks_fails_the_gate(tmp_path: Path, keys: KeyPaths) -> None:
+    baseline = _run(tmp_path / "b", keys, benches={"t": {"r": _ratio(1.0)}})
+    for name, current in (("ratio", _run(tmp_path / "c1", keys, benches={"t": {}})),
+                          ("artifact", _run(tmp_path / "c2", keys))):
+        assert _gate(baseline, current, keys) == ("t_benchmark.r: in the baseline, missing from the current run",), name
 
 
 def test_a_bench_artifact_that_does_not_verify_is_reported_beside_the_other_problems(tmp_path: Path,

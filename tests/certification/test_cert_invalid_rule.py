@@ -15,16 +15,16 @@ SCENARIOS = BUNDLED.parent
 
 def test_a_rule_the_proxy_refuses_is_invalid_input_naming_the_row(tmp_path: Path) -> None:
     catalog = tmp_path / "bad.yaml"
-    catalog.write_text(f"""schema_id: restproof.fault_matrix_scenarios.v1
+    catalog.write_text(f"""schema_id: restproof.fault_matrix_scenarios.v2
 family: sync_batch
 workload: {SCENARIOS / 'workloads' / 'measurements-sync.yaml'}
 receiver: {SCENARIOS / 'receivers' / 'json-batches.yaml'}
 binding: mock_measurements
 scope: {{from: "2026-03-01", to: "2026-03-05"}}
-fenced_receiver: true
 rows:
   - id: cut.connect.matching
     fault: {{type: proxy, rule: {{match: {{method: POST}}, fire: once, fault: {{action: close, phase: connect}}}}}}
+    expect: {{end: [first_run, recovery]}}
 """)
     out = tmp_path / "out"
     done = subprocess.run([CERTIFY, "run", "--catalog", str(catalog), "--sink", "naive-retry", "--parallel", "1",

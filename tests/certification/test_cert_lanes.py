@@ -1,5 +1,6 @@
 """Lanes: the outcomes are the same, in catalog order, whatever the parallelism; each lane owns its
-services per catalog and stops them; one lane's error stops the run and is raised."""
+services per catalog and stops them; one lane's error stops the run and is raised; the first sink of
+a matrix is the certified one, whatever its file says."""
 
 from __future__ import annotations
 
@@ -14,11 +15,13 @@ from typing import Any, cast
 import pytest
 
 from certification.checkers import Counters
-from certification.lanes import LanePlan, run_lanes
-from certification.matrix import Family, SinkRowResult
+from certification.history import Ending
+from certification.lanes import LanePlan, PlanItem, RowJob, run_lanes
+from certification.matrix import Family
 from certification.scenarios import Expect, Fault, Row
 from certification.services import ServiceUnavailable
-from certification.sinks import SinkSpec, bundled_sinks
+from certification.sinks import bundled_sinks
+from certification.verdicts import SinkRowResult
 
 SINKS = [bundled_sinks()["reference"], bundled_sinks()["naive-retry"]]
 
@@ -26,8 +29,8 @@ SINKS = [bundled_sinks()["reference"], bundled_sinks()["naive-retry"]]
 def _rows() -> list[Row]:
     return [Row(row_id=f"{catalog}.r{i}", catalog=Path(f"{catalog}.yaml"), family="sync_batch",
                 workload=Path("w.yaml"), receiver=Path("r.yaml"), binding="b", scope_from="2026-03-01",
-                scope_to="2026-03-05", fenced_receiver=True, fault=Fault(type="none"),
-                expect=Expect(reference="completed")) for catalog in ("a", "b") for i in range(6)]
+                scope_to="2026-03-05", fault=Fault(type="none"), expect=Expect(end=(Ending.FIRST_RUN,)))
+            for catalog in ("a", "b") for i in range(6)]
 
 
 class Services:
@@ -49,7 +52,8 @@ class Services:
             with self.lock:
                 del self.open[token]
 
-    def runner(self, family: Family, row: Row, spec: SinkSpec, work: Path, seed: int) -> SinkRowResult:
+    def runner(self, family: Family, job: RowJob) -> SinkRowResult:
+        row, spec = job.row, job.sink
         services = cast(dict[str, Any], family)
         assert services["catalog"] == row.catalog.name  # a row runs on its own catalog's services
         with self.lock:
@@ -58,7 +62,9 @@ class Services:
         time.sleep(random.uniform(0, 0.01))  # scheduling noise
         with self.lock:
             self.in_use.discard(services["token"])
-        return SinkRowResult(spec.name, "PASS", Counters(0, 0, 0, 0), (seed,), f"{row.row_id}/{spec.name}", 0.0)
+        assert job.work.parts[-3:] == ("rows", row.row_id, spec.name)
+        return SinkRowResult(spec.name, job.role, "PASS", Counters(0, 0, 0, 0), (job.seed,),
+                             f"{row.row_id}/{spec.name}", 0.0)
 
 
 def _plain(outcomes: list[Any]) -> list[tuple[str, tuple[str | None, ...]]]:
@@ -69,8 +75,8 @@ def _plain(outcomes: list[Any]) -> list[tuple[str, tuple[str | None, ...]]]:
 def test_outcomes_are_in_catalog_order_whatever_the_parallelism(tmp_path: Path, lanes: int) -> None:
     services = Services()
     progress: list[str] = []
-    outcomes = run_lanes(LanePlan(_rows(), SINKS, tmp_path, 7, lanes), services.factory, progress.append,
-                         services.runner)
+    outcomes = run_lanes(LanePlan.matrix(_rows(), SINKS, tmp_path, 7, lanes=lanes), services.factory,
+                         progress.append, services.runner)
     assert _plain(outcomes) == [(row.row_id, (f"{row.row_id}/reference", f"{row.row_id}/naive-retry"))
                                 for row in _rows()]
     assert all(r.exit_codes == (7,) for o in outcomes for r in o.results)
@@ -83,13 +89,32 @@ def test_one_lane_error_stops_the_run_and_is_raised(tmp_path: Path) -> None:
     services = Services()
     calls: list[str] = []
 
-    def failing(family: Family, row: Row, spec: SinkSpec, work: Path, seed: int) -> SinkRowResult:
-        calls.append(row.row_id)
-        if row.row_id == "a.r1":
+    def failing(family: Family, job: RowJob) -> SinkRowResult:
+        calls.append(job.row.row_id)
+        if job.row.row_id == "a.r1":
             raise ServiceUnavailable("receiver admin API unreachable")
-        return services.runner(family, row, spec, work, seed)
+        return services.runner(family, job)
 
     with pytest.raises(ServiceUnavailable):
-        run_lanes(LanePlan(_rows(), SINKS, tmp_path, 0, 2), services.factory, lambda _: None, failing)
+        run_lanes(LanePlan.matrix(_rows(), SINKS, tmp_path, 0, lanes=2), services.factory, lambda _: None, failing)
     assert services.open == {}
     assert len(calls) < len(_rows()) * len(SINKS)
+
+
+def test_the_first_sink_of_a_matrix_is_certified_whatever_its_file_says(tmp_path: Path) -> None:
+    sinks = [bundled_sinks()["naive-retry"], bundled_sinks()["reference"]]  # a baseline file listed first
+    plan = LanePlan.matrix(_rows()[:1], sinks, tmp_path, 0, lanes=1)
+    assert [(spec.name, role) for spec, role in plan.items[0].sinks] == [("naive-retry", "certified"),
+                                                                         ("reference", "baseline")]
+    services = Services()
+    outcomes = run_lanes(plan, services.factory, lambda _: None, services.runner)
+    assert [(r.sink, r.role) for r in outcomes[0].results] == [("naive-retry", "certified"), ("reference", "baseline")]
+
+
+def test_items_may_carry_their_own_sinks_and_roles(tmp_path: Path) -> None:
+    reference, retry = bundled_sinks()["reference"], bundled_sinks()["naive-retry"]
+    items = [PlanItem(_rows()[0], ((retry, "baseline"),)), PlanItem(_rows()[1], ((reference, "certified"),))]
+    services = Services()
+    outcomes = run_lanes(LanePlan(items, tmp_path, 3, 2), services.factory, lambda _: None, services.runner)
+    assert [[(r.sink, r.role) for r in o.results] for o in outcomes] == [[("naive-retry", "baseline")],
+                                                                        [("reference", "certified")]]

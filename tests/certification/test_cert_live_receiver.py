@@ -8,11 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from certification.artifacts import RowOutcome, summary_body
+from certification.artifacts import summary_body
 from certification.checkers import Counters
-from certification.matrix import SinkRowResult
+from certification.history import Ending
 from certification.scenarios import BUNDLED, Expect, Fault, Row
 from certification.services import receiver_process
+from certification.verdicts import RowOutcome, SinkRowResult
 
 CERTIFY = str(Path(sys.executable).with_name("certify"))
 RECEIVER = BUNDLED.parent / "receivers" / "json-batches.yaml"
@@ -21,13 +22,13 @@ RECEIVER = BUNDLED.parent / "receivers" / "json-batches.yaml"
 def _row(row_id: str) -> Row:
     return Row(row_id=row_id, catalog=Path("c.yaml"), family="sync_batch", workload=Path("w.yaml"),
                receiver=Path("r.yaml"), binding="b", scope_from="2026-03-01", scope_to="2026-03-05",
-               fenced_receiver=True, fault=Fault(type="none"), expect=Expect(reference="completed"))
+               fault=Fault(type="none"), expect=Expect(end=(Ending.FIRST_RUN,)))
 
 
 def test_one_unverified_row_keeps_the_run_from_passing_and_a_failure_still_wins() -> None:
-    passed = SinkRowResult("reference", "PASS", Counters(0, 0, 0, 0), (0,), "sha256:x", 0.1)
-    unverified = SinkRowResult("reference", "UNVERIFIED", None, (0,), "sha256:y", 0.1, ("no ledger",))
-    failed = SinkRowResult("reference", "FAIL", Counters(1, 0, 0, 0), (0,), "sha256:z", 0.1)
+    passed = SinkRowResult("reference", "certified", "PASS", Counters(0, 0, 0, 0), (0,), "sha256:x", 0.1)
+    unverified = SinkRowResult("reference", "certified", "UNVERIFIED", None, (0,), "sha256:y", 0.1, ("no ledger",))
+    failed = SinkRowResult("reference", "certified", "FAIL", Counters(1, 0, 0, 0), (0,), "sha256:z", 0.1)
     summary = summary_body([RowOutcome(_row("sync.a"), (passed,)), RowOutcome(_row("sync.b"), (unverified,))],
                            "reference")
     assert summary["verdict"] == "UNVERIFIED" and summary["unverified_rows"] == ["sync.b"]

@@ -12,39 +12,60 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from certification.artifacts import RowOutcome, write_artifacts
+from certification.artifacts import write_artifacts
 from certification.canonical_json import canonical_bytes, with_content_digest
-from certification.checkers import check
+from certification.checkers import Counters, check_all
 from certification.gate import ARTIFACTS
-from certification.history import AppliedEffect, History, MutationRequest, SinkReport
-from certification.matrix import SinkRowResult
+from certification.history import (
+    DayState,
+    Effect,
+    FaultEvidence,
+    History,
+    Run,
+    RunKind,
+    Snapshot,
+    WireRequest,
+)
 from certification.publish import publish_bytes
 from certification.scenarios import bundled_rows
 from certification.signing import build_test_result_predicate, generate_key, load_signer, sign_artifact
+from certification.verdicts import RowOutcome, SinkRowResult
 
 HOSTILE = '<script>window.__pwned = 1</script><img src="http://127.0.0.1:9/x.png">'
 SINKS = ("reference", "naive-retry", "naive-idempotency-key")
-UNIT = "2026-01-01T00:00:00Z/2026-01-02T00:00:00Z"
+DAY = "2026-03-01"
 
 
-def history(row_id: str, *, duplicate: bool) -> History:
-    """A cut after commit: the first request is forwarded and its response lost; a resend follows."""
-    requests = (
-        MutationRequest(seq=1, at=100.0, unit=UNIT, fence_key="k-1", bytes_from_sink=True, forwarded=True,
-                        response_delivered=False, fault="close@response"),
-        MutationRequest(seq=2, at=101.5, unit=UNIT, fence_key="k-1", bytes_from_sink=True, forwarded=True,
-                        response_delivered=True),
-    )
-    effects = [AppliedEffect(seq=1, at=0.0, unit=UNIT, fence_key="k-1", payload_digest="sha256:aa", rows=3)]
+def _request(seq: int, at: float, *, delivered: bool, faults: tuple[str, ...] = ()) -> WireRequest:
+    return WireRequest(seq=seq, at=at, run=1, endpoint="sync_submit", method="POST", targets=(DAY,),
+                       target_source="range", fence="sha256:k-1", head_complete=True, body_complete=True,
+                       forwarded="yes", response_delivered=delivered, faults=faults)
+
+
+def history(row_id: str, sink: str, *, duplicate: bool) -> History:
+    """A cut after commit: the first request is forwarded and its response lost; a resend with the same
+    fence follows; ``duplicate``: the receiver applied the day twice."""
+    effects = [Effect(1, "measurements", (DAY,), "sha256:k-1", 3)]
     if duplicate:
-        effects.append(AppliedEffect(seq=2, at=1.0, unit=UNIT, fence_key=None, payload_digest="sha256:aa", rows=3))
-    return History(row_id=row_id, expected_units={UNIT: 3}, requests=requests, effects=tuple(effects),
-                   reports=(SinkReport(exit_code=0, unit_outcomes={UNIT: "completed"}),), fenced_receiver=True)
+        effects.append(Effect(2, "measurements", (DAY,), None, 3))
+    state = DayState(DAY, 3, 3, 0, 0, 0, "sha256:rows")
+    return History(
+        row_id=row_id, sink=sink, universe=(DAY,), expected_digest="sha256:expected",
+        mutation_kind="partition_replace", fence_deduplicates=True,
+        requests=(_request(1, 100.0, delivered=False, faults=("close@response",)),
+                  _request(2, 101.5, delivered=True)),
+        effects=tuple(effects), snapshots=(Snapshot(1, (state,), 0, 0), Snapshot(0, (state,), 0, 0)),
+        runs=(Run(1, RunKind.FIRST, 0, False, 99.0, 102.0, {DAY: "completed"}),),
+        fault=FaultEvidence("proxy", True, "the proxy rule fired 1 time(s)", DAY),
+    )
 
 
 def _result(row_id: str, sink: str, verdict: str, *, duplicate: bool, reasons: tuple[str, ...] = ()) -> SinkRowResult:
-    h = history(row_id, duplicate=duplicate)
-    return SinkRowResult(sink, verdict, check(h), (0,), h.digest(), 0.1, reasons, h)
+    h = history(row_id, sink, duplicate=duplicate)
+    checks = check_all(h)
+    role = "certified" if sink == "reference" else "baseline"
+    return SinkRowResult(sink, role, verdict, Counters.of(checks), (0,), h.digest(), 0.1, reasons, h, h.ending(),
+                         checks)
 
 
 def outcomes(*, hostile: bool, failing: bool) -> list[RowOutcome]:

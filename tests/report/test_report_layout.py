@@ -15,18 +15,19 @@ from certification.report.timeline import MAX_SLOTS, SLOT_WIDTH, layout
 BOTTOM_Y = HEIGHT - 50
 
 
-def _request(seq: int, at: float, unit: str = "u1", *, head: bool = True, forwarded: bool = True,
-             delivered: bool = True, fault: str | None = None) -> dict[str, Any]:
-    return {"seq": seq, "at": at, "unit": unit, "fence_key": None, "bytes_from_sink": head, "forwarded": forwarded,
-            "response_delivered": delivered, "fault": fault}
+def _request(seq: int, at: float, days: tuple[str, ...] | list[str] | None = ("d1",), *,
+             forwarded: str = "yes", delivered: bool = True,
+             faults: tuple[str, ...] = (), fence: str | None = None, marked: bool = False, run: int = 1
+             ) -> dict[str, Any]:
+    return {"seq": seq, "at": at, "run": run, "targets": None if days is None else list(days), "fence": fence,
+            "forwarded": forwarded, "response_delivered": delivered, "faults": list(faults), "marked": marked}
 
 
-def _history(requests: list[dict[str, Any]], effects: list[tuple[str, int]]) -> HistoryDoc:
+def _history(requests: list[dict[str, Any]], effects: list[tuple[list[str], int]]) -> HistoryDoc:
     return HistoryDoc.model_validate({
-        "row_id": "r", "expected_units": {"u1": 1}, "requests": requests,
-        "effects": [{"seq": i, "at": float(i), "unit": unit, "fence_key": None, "payload_digest": "d", "rows": rows}
-                    for i, (unit, rows) in enumerate(effects)],
-        "reports": [{"exit_code": 0, "unit_outcomes": {}}],
+        "row_id": "r", "universe": ["d1", "d2"], "requests": requests,
+        "effects": [{"seq": i, "days": days, "fence": None, "rows": rows} for i, (days, rows) in enumerate(effects)],
+        "runs": [{"index": 1, "kind": "first", "exit_code": 0, "claims": {}}],
     })
 
 
@@ -37,17 +38,29 @@ def _marks(history: HistoryDoc, lane: str) -> list[tuple[int, str]]:
 def test_the_sink_lane_is_what_the_sink_could_know() -> None:
     history = _history([
         _request(1, 1.0, delivered=True),
-        _request(2, 2.0, delivered=False, fault="close@response"),  # forwarded, response lost
-        _request(3, 3.0, forwarded=False, delivered=False, fault="close@request"),  # head reached the proxy
-        _request(4, 4.0, head=False, forwarded=False, delivered=False, fault="close@connect"),
+        _request(2, 2.0, delivered=False, faults=("close@response",)),  # forwarded, response lost
+        _request(3, 3.0, forwarded="no", delivered=False, faults=("close@request",)),  # the proxy read its head
+        _request(4, 4.0, forwarded="unlogged", delivered=False),  # left the sink; the proxy logged nothing
+        _request(5, 5.0, forwarded="attempted", delivered=False),
     ], [])
-    assert _marks(history, "sink") == [(0, "ok"), (1, "info"), (2, "info"), (3, "fail")]
-    assert _marks(history, "proxy") == [(0, "ok"), (1, "ok"), (2, "fail"), (3, "fail")]
+    # Every request the tap recorded left the sink: without a whole response its effect is unknown to it.
+    assert _marks(history, "sink") == [(0, "ok"), (1, "info"), (2, "info"), (3, "info"), (4, "info")]
+    assert _marks(history, "proxy") == [(0, "ok"), (1, "ok"), (2, "fail"), (3, "fail"), (4, "ok")]
     labels = [m.label for m in layout(history).marks if m.lane == "proxy"]
     assert "not forwarded (close@request)" in labels[2] and "forwarded to the receiver" in labels[0]
+    assert labels[1].endswith("forwarded to the receiver (close@response)")
 
 
-def test_requests_are_ordered_by_the_proxy_clock_and_labelled_from_the_first() -> None:
+def test_a_request_label_names_its_run_days_fence_and_target() -> None:
+    history = _history([_request(1, 1.0, ["d1", "d2", "d3"], fence="sha256:" + "a" * 40, marked=True, run=2),
+                        _request(2, 2.0, [], run=2), _request(3, 3.0, None)], [])
+    sink = [m.label for m in layout(history).marks if m.lane == "sink"]
+    assert sink[0].startswith("request 1 (run 2) · d1..d3, fence sha256:aaaaaaaaaaa · fault target · ")
+    assert sink[1].startswith("request 2 (run 2) · no day, no fence · ")
+    assert sink[2].startswith("request 3 (run 1) · unknown days, no fence · ")
+
+
+def test_requests_are_ordered_by_the_tap_clock_and_labelled_from_the_first() -> None:
     history = _history([_request(7, 12.5), _request(3, 10.0)], [])
     timeline = layout(history)
     sink = [m for m in timeline.marks if m.lane == "sink"]
@@ -56,23 +69,29 @@ def test_requests_are_ordered_by_the_proxy_clock_and_labelled_from_the_first() -
     assert sink[1].x - sink[0].x == SLOT_WIDTH
 
 
-def test_an_effect_sits_under_the_forwarded_request_of_its_unit_and_a_second_is_a_duplicate() -> None:
+def test_an_effect_sits_under_the_forwarded_request_for_its_days_and_a_second_is_a_duplicate() -> None:
     history = _history([
-        _request(1, 1.0, "u1", forwarded=False, delivered=False),
-        _request(2, 2.0, "u2"),
-        _request(3, 3.0, "u1"),
-        _request(4, 4.0, "u1"),
-    ], [("u2", 5), ("u1", 5), ("u1", 5), ("u1", 5)])
+        _request(1, 1.0, ["d1"], forwarded="no", delivered=False),
+        _request(2, 2.0, ["d2"]),
+        _request(3, 3.0, ["d1"]),
+        _request(4, 4.0, ["d1"]),
+    ], [(["d2"], 5), (["d1"], 5), (["d1"], 5), (["d1"], 5)])
     receiver = _marks(history, "receiver")
-    # u2 under slot 1; u1's effects under its forwarded requests (slots 2, 3), the third after the last
+    # d2 under slot 1; d1's effects under its forwarded requests (slots 2, 3), the third after the last
     assert receiver == [(1, "effect"), (2, "effect"), (3, "duplicate"), (4, "duplicate")]
     assert layout(history).slots == 5
 
 
+def test_a_request_of_unknown_days_may_have_caused_any_effect() -> None:
+    history = _history([_request(1, 1.0, None)], [(["d2"], 1)])
+    assert _marks(history, "receiver") == [(0, "effect")]
+
+
 def test_effects_on_one_slot_are_stacked_not_drawn_over_each_other() -> None:
-    history = _history([_request(1, 1.0)], [("u9", 1), ("u9", 1)])
+    history = _history([_request(1, 1.0)], [(["d9"], 1), (["d9"], 1)])
     receiver = [m for m in layout(history).marks if m.lane == "receiver"]
     assert [m.slot for m in receiver] == [1, 1] and receiver[0].y != receiver[1].y
+    assert [m.kind for m in receiver] == ["effect", "duplicate"] and receiver[1].label.endswith("DUPLICATE")
 
 
 def test_a_long_history_is_cut_and_says_so() -> None:

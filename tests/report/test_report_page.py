@@ -184,10 +184,11 @@ def test_histories_on_disk_are_the_digests_the_matrix_states(run: Path) -> None:
 def test_the_gate_runs_against_a_baseline(run: Path, tmp_path: Path) -> None:
     baseline = make_run(tmp_path / "baseline", hostile=False, key=run / "keys" / "restproof-evidence.key")
     key = str(run / "keys" / "restproof-evidence.pub")
-    code, _, page = _report(run, "--baseline", str(baseline), "--baseline-key", key)
+    code, _, page = _report(run, "--baseline", str(baseline), "--baseline-key", key, "--key", key)
     assert code == 4  # the certified sink failed a row, and a baseline row is missing now
     assert 'id="gate-verdict">gate:\nFAIL' in page
     assert "in the baseline, missing now" in page and "reference: duplicates = 1" in page
+    assert "the current run&#39;s own signed verdict is FAIL, not PASS" in page
     code, _, page = _report(baseline, "--baseline", str(baseline), "--baseline-key", key, "--key", key)
     assert "reference: duplicates = 1" in page and code == 4
 
@@ -195,7 +196,7 @@ def test_the_gate_runs_against_a_baseline(run: Path, tmp_path: Path) -> None:
 def test_an_equal_clean_baseline_passes_the_gate(tmp_path: Path) -> None:
     clean = make_run(tmp_path / "clean", hostile=False, bench=False, failing=False)
     key = str(clean / "keys" / "restproof-evidence.pub")
-    code, output, page = _report(clean, "--baseline", str(clean), "--baseline-key", key)
+    code, output, page = _report(clean, "--baseline", str(clean), "--baseline-key", key, "--key", key)
     assert code == 0, output
     assert 'id="gate-verdict">gate:\nPASS (3 rows compared)' in page
 
@@ -224,6 +225,12 @@ def test_a_bench_with_a_non_finite_number_is_shown_unreadable(run: Path) -> None
 def test_baseline_needs_its_key(run: Path) -> None:
     code, output, _ = _report(run, "--baseline", str(run))
     assert code == 2 and "--baseline and --baseline-key go together" in output
+
+
+def test_the_gate_never_takes_the_current_key_from_inside_the_run(run: Path) -> None:
+    key = str(run / "keys" / "restproof-evidence.pub")
+    code, output, page = _report(run, "--baseline", str(run), "--baseline-key", key)
+    assert code == 2 and "--key is required with --baseline" in output and page == ""
 
 
 def test_an_empty_directory_is_exit_2(tmp_path: Path) -> None:
