@@ -49,10 +49,31 @@ class DatasetError(ValueError):
     """The dataset cannot be read as the workload describes (invalid input: exit 2)."""
 
 
+MAX_RANGE_DAYS = 36_600
+"""About a century: a longer range is no delivery scope, and listing its days would cost without bound."""
+
+
+class RangeTooLong(ValueError):
+    """A range longer than MAX_RANGE_DAYS days."""
+
+
 def day_range(start: str, end: str) -> tuple[str, ...]:
-    """Every day of the half-open scope [start, end)."""
+    """Every day of the half-open scope [start, end); RangeTooLong beyond MAX_RANGE_DAYS days."""
     first, last = date.fromisoformat(start), date.fromisoformat(end)
+    if (last - first).days > MAX_RANGE_DAYS:
+        raise RangeTooLong(f"a range of more than {MAX_RANGE_DAYS} days")
     return tuple((first + timedelta(days=n)).isoformat() for n in range((last - first).days))
+
+
+def clipped_days(start: str, end: str, universe: Sequence[str]) -> tuple[str, ...]:
+    """The days of [start, end) a checker needs: all of them, or for a range too long to list, the
+    universe's days inside it plus its own first and last day (which lie outside the universe)."""
+    try:
+        return day_range(start, end)
+    except RangeTooLong:
+        last = (date.fromisoformat(end) - timedelta(days=1)).isoformat()
+        inside = tuple(day for day in universe if start <= day < end)
+        return tuple(sorted({start, last, *inside}))
 
 
 def _decimal(text: str) -> str:

@@ -257,7 +257,7 @@ class RowRunner:
             try:
                 receiver.advance_clock(SETTLE_CLOCK_S)  # settle every job the sink left
                 self._snapshot(0)
-                effects = effects_of(receiver.effects(), receiver.rows())
+                effects = effects_of(receiver.effects(), receiver.rows(), row.dataset.universe)
             except ServiceUnavailable:
                 ledger_read = False
         fence = row.contract.sync_fence if row.family == "sync_batch" else row.contract.async_fence

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from certification.dataset import Dataset, RowKey, day_range, row_digest
+from certification.dataset import Dataset, RowKey, clipped_days, row_digest
 from certification.history import DayState, Effect, Snapshot, WireRequest
 from certification.http_framing import RawRequest
 from certification.receiver_contract import ReceiverContract
@@ -105,7 +105,10 @@ def _fence_digest(value: object) -> str | None:
     return "sha256:" + hashlib.sha256(value.encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
-def effects_of(ledger: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]) -> tuple[Effect, ...]:
+def effects_of(ledger: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]],
+               universe: Sequence[str] = ()) -> tuple[Effect, ...]:
+    """Each ledger effect with the days its range covers (clipped to the universe and the range's ends
+    for a range too long to list), or, without a range, the days its rows carry."""
     days_by_effect: dict[object, set[str]] = {}
     for row in rows:
         days_by_effect.setdefault(row.get("effect_id"), set()).add(str(row.get("row_date", ""))[:10])
@@ -113,7 +116,7 @@ def effects_of(ledger: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, 
     for index, effect in enumerate(ledger):
         start, end = effect.get("scope_start"), effect.get("scope_end")
         try:
-            days = day_range(str(start), str(end)) if start and end else tuple(
+            days = clipped_days(str(start), str(end), universe) if start and end else tuple(
                 sorted(days_by_effect.get(effect.get("effect_id"), ())))
         except ValueError:
             days = ()

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from email.message import Message
 from urllib.parse import parse_qsl, urlsplit
 
-from certification.dataset import day_range
+from certification.dataset import RangeTooLong, day_range
 from certification.http_framing import RawRequest
 from certification.receiver_contract import MUTATION_ENDPOINTS, Endpoint, ReceiverContract, filename_key
 
@@ -59,6 +59,8 @@ def _range_days(start: str | None, end: str | None) -> frozenset[str] | None:
         return None
     try:
         return frozenset(day_range(start, end))
+    except RangeTooLong:
+        return None  # too long to list: it may change any day
     except ValueError:
         return frozenset()  # the receiver refuses a malformed range: nothing can change
 
