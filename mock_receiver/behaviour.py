@@ -93,10 +93,9 @@ class SyncFence(_Closed):
 
     @model_validator(mode="after")
     def _key_location(self) -> SyncFence:
+        # With location: query, ``header`` names only the header logged for forensics (never a key).
         if (self.location == "query") != (self.query_parameters is not None):
             raise ValueError("query_parameters is required exactly for location: query")
-        if self.location == "query" and "header" in self.model_fields_set:
-            raise ValueError("a fence with location: query reads no header (drop header)")
         return self
 
 

@@ -4,8 +4,8 @@ A state directory may be shared or prepared by someone else, so every file the r
 is checked without following links: ``endpoints.json`` is written to a fresh temporary file (opened
 ``O_CREAT | O_EXCL | O_NOFOLLOW``) and renamed over the name (a rename replaces a link, it never
 writes through it); the ledger and its side files (``-wal``, ``-shm``, ``-journal``) must each be
-absent or a regular file, the ledger is opened ``O_NOFOLLOW`` (created so when absent) before SQLite
-opens it, and after SQLite opened it the name must still be that same file. Anything else is a
+absent or a regular file, the ledger is opened ``O_NOFOLLOW`` (created so when absent) and noted
+before SQLite opens it, and after SQLite opened it the name must still be that same file. Anything else is a
 :class:`StateFileRefused` (exit 2), with nothing written.
 """
 
@@ -50,8 +50,12 @@ def ledger_files(ledger: Path) -> list[Path]:
 
 @contextmanager
 def pinned_ledger(ledger: Path) -> Iterator[None]:
-    """Hold the ledger file open without following links (creating it, mode 0600, when absent) while
-    SQLite opens it by name; afterwards the name must still be that file and no side file a link."""
+    """Open (or create, mode 0600) the ledger without following links and note which file it is, while
+    SQLite opens it by name; afterwards the name must still be that file and no side file a link.
+
+    The descriptor is closed BEFORE SQLite opens the file: closing any descriptor of a file drops every
+    POSIX lock the process holds on it, SQLite's included, and a ledger whose shared lock silently went
+    away can have its WAL checkpointed and deleted under it by another process's connection."""
     check_files(ledger_files(ledger))
     try:
         descriptor = os.open(ledger, os.O_RDONLY | os.O_CREAT | _NOFOLLOW | _CLOEXEC, 0o600)
@@ -60,15 +64,15 @@ def pinned_ledger(ledger: Path) -> Iterator[None]:
                                f"{error.strerror or error.__class__.__name__}") from None
     try:
         pinned = os.fstat(descriptor)
-        if not stat.S_ISREG(pinned.st_mode):
-            raise StateFileRefused(f"{ledger} is not a regular file")
-        yield
-        check_files(ledger_files(ledger))
-        now = os.lstat(ledger)
-        if (now.st_dev, now.st_ino) != (pinned.st_dev, pinned.st_ino):
-            raise StateFileRefused(f"{ledger} was replaced while it was being opened")
     finally:
         os.close(descriptor)
+    if not stat.S_ISREG(pinned.st_mode):
+        raise StateFileRefused(f"{ledger} is not a regular file")
+    yield
+    check_files(ledger_files(ledger))
+    now = os.lstat(ledger)
+    if (now.st_dev, now.st_ino) != (pinned.st_dev, pinned.st_ino):
+        raise StateFileRefused(f"{ledger} was replaced while it was being opened")
 
 
 def write_new_file(path: Path, data: bytes, *, mode: int = 0o644) -> None:
