@@ -6,6 +6,8 @@ classes run through a real server in test_mr_broken_server.py."""
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -196,3 +198,59 @@ def test_the_clock_settles_only_the_jobs_of_the_configured_resource(tmp_path: Pa
         assert [job["state"] for job in admin_items(client, "jobs")] == ["complete"]
         assert [effect["resource"] for effect in admin_items(client, "effects")] == ["measurements"]
 
+
+
+# --- what a failed request releases: its own reservation, nothing else --------------------------------
+
+
+def test_a_failure_never_frees_a_reservation_it_did_not_make(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reservation left by another request (here: a process killed mid-request) is not this request's
+    to free when this one fails before reserving anything."""
+    with client_for(bundled("stripe-like"), tmp_path) as client:
+        with sqlite3.connect(tmp_path / "ledger.sqlite3") as other:
+            other.execute("INSERT INTO fences (fence, resource, fence_key, request_digest, created_at) "
+                          "VALUES ('idempotency_key', 'measurements', 'held', 'x', ?)", (time.time(),))
+        with monkeypatch.context() as patch:
+            patch.setattr(sync_api._SyncRequest, "_live_fence", _raise)
+            _assert_500(client.post(MEASUREMENTS, params=RANGE, json=ROWS, headers={"Idempotency-Key": "held"}))
+        still_held = client.post(MEASUREMENTS, params=RANGE, json=ROWS, headers={"Idempotency-Key": "held"})
+        assert still_held.status_code == 409 and problem_type(still_held) == PROBLEM + "idempotency_key_in_use"
+
+
+def _then_fail(work: Any) -> Any:
+    """decide_with_delays replaced: ``work`` runs on the ledger first, then the request fails."""
+    async def failing(receiver: Any, decision: Any, record: Any, decide: Any) -> Any:
+        await receiver.ledger.run(lambda txn: work(receiver, txn, decide))
+        raise Boom("after the ledger work")
+    return failing
+
+
+def test_a_failure_after_its_reservation_vanished_is_still_logged(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """An admin reset between the reservation and the failure removed the row: nothing to free, and the
+    failed request is logged all the same."""
+    with client_for(bundled("stripe-like"), tmp_path) as client:
+        monkeypatch.setattr(sync_api, "decide_with_delays",
+                            _then_fail(lambda receiver, txn, _: receiver.ledger.reset_all(txn)))
+        _assert_500(client.post(MEASUREMENTS, params=RANGE, json=ROWS, headers={"Idempotency-Key": "gone"}))
+        assert _logged(client, idempotency_key="gone") == [(500, "error", "internal_error", None, None, None)]
+
+
+def test_a_failure_never_frees_a_stored_answer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only a reservation (no stored answer) is freed: a key whose answer was stored stays fenced."""
+    with client_for(bundled("stripe-like"), tmp_path) as client:
+        monkeypatch.setattr(sync_api, "decide_with_delays", _then_fail(lambda _, txn, decide: decide(txn)))
+        _assert_500(client.post(MEASUREMENTS, params=RANGE, json=ROWS, headers={"Idempotency-Key": "stored"}))
+        monkeypatch.undo()
+        repeat = client.post(MEASUREMENTS, params=RANGE, json=ROWS, headers={"Idempotency-Key": "stored"})
+        assert repeat.status_code == 200 and repeat.headers["idempotent-replayed"] == "true"
+        assert len(admin_items(client, "effects")) == 1
+
+
+def test_a_required_request_id_names_what_is_missing(tmp_path: Path) -> None:
+    document = bundled("aip-155-request-id").model_dump(mode="json")
+    document["sync"]["fence"]["required"] = True
+    with client_for(parse_behaviour(document), tmp_path) as client:
+        response = client.post(MEASUREMENTS, params=RANGE, json=ROWS)
+        assert response.status_code == 400 and problem_type(response) == PROBLEM + "fence_key_required"
+        assert response.json()["detail"] == "a request id is required"
