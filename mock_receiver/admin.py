@@ -7,19 +7,21 @@ exposed here.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
+from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.responses import JSONResponse, Response
 
-from mock_receiver.admin_guard import AdminRoute
-from mock_receiver.behaviour import BehaviourError, load_behaviour_bytes
-from mock_receiver.documents import MAX_BYTES as MAX_BEHAVIOUR_BYTES
+from mock_receiver import strict_json
+from mock_receiver.admin_guard import AdminRoute, admin_body
+from mock_receiver.behaviour import Behaviour, BehaviourError, describe_validation_error, load_behaviour_bytes
 from mock_receiver.engine import TERMINAL_STATES, finish_job, load_job, settle_due_jobs
-from mock_receiver.intake import Receiver, read_admin_body, receiver_of
+from mock_receiver.intake import receiver_of
 from mock_receiver.ledger import MAX_CLOCK_OFFSET_SECONDS, Txn
 from mock_receiver.problems import ProblemError
 from mock_receiver.secret_sources import AuthConfigError
@@ -28,6 +30,7 @@ ADMIN_PREFIX = "/_admin"
 _INT64_MAX = 2**63 - 1
 
 router = APIRouter(prefix=ADMIN_PREFIX, tags=["admin"], route_class=AdminRoute)
+_DOCUMENT_PARSER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="behaviour-parser")
 
 Text = Annotated[str | None, Query(max_length=256)]
 After = Annotated[int | None, Query(ge=0, le=_INT64_MAX)]
@@ -40,10 +43,12 @@ class ClockAdvance(BaseModel):
     seconds: float = Field(ge=0, le=10 * 365 * 86_400)
 
 
-def _settle(receiver: Receiver, txn: Txn) -> None:
-    jobs = receiver.behaviour.async_jobs
+def _settle(behaviour: Behaviour, txn: Txn) -> None:
+    """Settle due jobs under ``behaviour``: a snapshot taken on the event loop, because the work runs on
+    the ledger's thread while a behaviour switch may replace ``receiver.behaviour`` at any moment."""
+    jobs = behaviour.async_jobs
     if jobs is not None:
-        settle_due_jobs(txn, jobs, receiver.behaviour.resources[jobs.resource], txn.now())
+        settle_due_jobs(txn, jobs, behaviour.resources[jobs.resource], txn.now())
 
 
 def _page(items: list[dict[str, object]], id_column: str, limit: int) -> dict[str, object]:
@@ -82,11 +87,12 @@ async def list_effects(request: Request, *, mutation_key: Text = None, idempoten
                        receipt_id: Text = None, job_id: Text = None, after_id: After = None,
                        limit: Limit = 1000) -> dict[str, object]:
     receiver = receiver_of(request)
+    behaviour = receiver.behaviour
     filters = _filters(mutation_key=mutation_key, idempotency_key=idempotency_key, resource=resource,
                        scope_start=scope_start, scope_end=scope_end, receipt_id=receipt_id, job_id=job_id)
 
     def work(txn: Txn) -> list[dict[str, object]]:
-        _settle(receiver, txn)
+        _settle(behaviour, txn)
         return txn.select("effects", filters, order="effect_id", after=after_id, limit=limit)
 
     items = await receiver.ledger.run(work)
@@ -104,10 +110,11 @@ async def list_jobs(request: Request, *, mutation_key: Text = None, resource: Te
                     after_id: JobCursor = None, limit: Limit = 1000) -> dict[str, object]:
     """Jobs in submission order; ``after_id`` is a job_id (the ``next_after`` of the previous page)."""
     receiver = receiver_of(request)
+    behaviour = receiver.behaviour
     filters = _filters(mutation_key=mutation_key, resource=resource, state=state)
 
     def work(txn: Txn) -> list[dict[str, object]]:
-        _settle(receiver, txn)
+        _settle(behaviour, txn)
         return txn.select_jobs(filters, after_job=after_id, limit=limit)
 
     items = await receiver.ledger.run(work)
@@ -117,9 +124,10 @@ async def list_jobs(request: Request, *, mutation_key: Text = None, resource: Te
 @router.get("/jobs/{job_id}")
 async def get_job(request: Request, job_id: str) -> Response:
     receiver = receiver_of(request)
+    behaviour = receiver.behaviour
 
     def work(txn: Txn) -> sqlite3.Row | None:
-        _settle(receiver, txn)
+        _settle(behaviour, txn)
         return load_job(txn, job_id)
 
     job = await receiver.ledger.run(work)
@@ -132,16 +140,17 @@ async def get_job(request: Request, job_id: str) -> Response:
 async def cancel_job(request: Request, job_id: str) -> Response:
     """External cancellation (an operator acting on the receiver, not a client mutation)."""
     receiver = receiver_of(request)
-    jobs = receiver.behaviour.async_jobs
+    behaviour = receiver.behaviour
+    jobs = behaviour.async_jobs
 
     def work(txn: Txn) -> Response:
-        _settle(receiver, txn)
+        _settle(behaviour, txn)
         job = load_job(txn, job_id)
         if job is None or jobs is None:
             return ProblemError(404, "unknown_job", "Not found", "no such job").response()
         if job["state"] in TERMINAL_STATES:
             return ProblemError(409, "job_terminal", "Conflict", f"the job is already {job['state']}").response()
-        finish_job(txn, job, "cancelled", receiver.behaviour.resources[jobs.resource], txn.now())
+        finish_job(txn, job, "cancelled", behaviour.resources[jobs.resource], txn.now())
         cancelled = load_job(txn, job_id)
         assert cancelled is not None
         return JSONResponse(_job_admin_view(dict(cancelled)))
@@ -155,6 +164,7 @@ async def reset(request: Request) -> dict[str, object]:
     receiver = receiver_of(request)
     await receiver.ledger.run(receiver.ledger.reset_all)
     receiver.faults.reset()
+    receiver.cross_site_refused = 0
     receiver.auth.counters.reset()
     return {"status": "reset"}
 
@@ -168,9 +178,11 @@ async def get_behaviour(request: Request) -> dict[str, object]:
 async def put_behaviour(request: Request) -> Response:
     """Replace the active behaviour (JSON or YAML document); invalid input changes nothing."""
     receiver = receiver_of(request)
-    body = await read_admin_body(request, MAX_BEHAVIOUR_BYTES)
     try:
-        behaviour = load_behaviour_bytes(body, "the behaviour document")
+        # Parsed on its own thread: a large document (YAML parsing is slow) must not stall the event
+        # loop, which serves the data API meanwhile. One parser thread: concurrent PUTs queue.
+        behaviour = await asyncio.get_running_loop().run_in_executor(
+            _DOCUMENT_PARSER, load_behaviour_bytes, admin_body(request), "the behaviour document")
     except BehaviourError as error:
         return ProblemError(422, "invalid_behaviour", "Invalid behaviour", str(error)).response()
     try:
@@ -186,10 +198,23 @@ async def get_clock(request: Request) -> dict[str, object]:
         lambda txn: {"receiver_clock": txn.now(), "offset_seconds": txn.clock_offset()})
 
 
-@router.post("/clock/advance", response_model=None)
-async def advance_clock(request: Request, advance: ClockAdvance) -> Response | dict[str, object]:
+_CLOCK_BODY = {"requestBody": {"required": True, "content": {"application/json": {
+    "schema": ClockAdvance.model_json_schema()}}}}
+
+
+@router.post("/clock/advance", response_model=None, openapi_extra=_CLOCK_BODY)
+async def advance_clock(request: Request) -> Response | dict[str, object]:
     """Move the receiver clock forward (jobs, receipt TTLs and fence retention follow it)."""
     receiver = receiver_of(request)
+    behaviour = receiver.behaviour
+    try:
+        # Strict: "5" and true are not numbers here (the JSON itself was parsed strictly by the route).
+        advance = ClockAdvance.model_validate(strict_json.loads_bytes(admin_body(request)), strict=True)
+    except ProblemError as problem:
+        return problem.response()
+    except ValidationError as error:
+        return ProblemError(422, "invalid_request", "Unprocessable content",
+                            extra={"errors": describe_validation_error(error)}).response()
 
     def work(txn: Txn) -> Response | dict[str, object]:
         if txn.clock_offset() + advance.seconds > MAX_CLOCK_OFFSET_SECONDS:
@@ -197,7 +222,7 @@ async def advance_clock(request: Request, advance: ClockAdvance) -> Response | d
             return ProblemError(422, "clock_out_of_range", "Unprocessable content",
                                 f"the total clock offset may not exceed {MAX_CLOCK_OFFSET_SECONDS} seconds").response()
         offset = txn.advance_clock(advance.seconds)
-        _settle(receiver, txn)
+        _settle(behaviour, txn)
         return {"receiver_clock": txn.now(), "offset_seconds": offset}
 
     return await receiver.ledger.run(work)
@@ -207,9 +232,10 @@ async def advance_clock(request: Request, advance: ClockAdvance) -> Response | d
 async def stats(request: Request) -> dict[str, object]:
     """Counts by outcome and every mutation key with more than one applied effect."""
     receiver = receiver_of(request)
+    behaviour = receiver.behaviour
 
     def work(txn: Txn) -> dict[str, object]:
-        _settle(receiver, txn)
+        _settle(behaviour, txn)
         conn = txn.conn
         outcomes = dict(conn.execute("SELECT outcome, count(*) FROM requests GROUP BY outcome").fetchall())
         delivery = dict(conn.execute(
@@ -231,4 +257,5 @@ async def stats(request: Request) -> dict[str, object]:
     counts = await receiver.ledger.run(work)
     counts["rules"] = {name: {"matched": counter.matched, "fired": counter.fired}
                        for name, counter in receiver.faults.counters.items()}
+    counts["cross_site_refused"] = receiver.cross_site_refused
     return counts

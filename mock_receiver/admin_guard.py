@@ -22,11 +22,16 @@ from fastapi.routing import APIRoute
 from starlette.requests import Request
 from starlette.responses import Response
 
+from mock_receiver import strict_json
+from mock_receiver.documents import MAX_BYTES as MAX_DOCUMENT_BYTES
+from mock_receiver.intake import read_admin_body
 from mock_receiver.problems import ProblemError
 
 ADMIN_HEADER = "X-Restproof-Admin"
 ADMIN_HEADER_VALUE = "1"
 STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+MAX_ADMIN_BODY_BYTES = 65_536
+"""Every admin body but the behaviour document (which has the document bound)."""
 _JSON_TYPES = frozenset({"application/json"})
 _YAML_TYPES = frozenset({"application/yaml", "application/x-yaml", "text/yaml"})
 
@@ -44,15 +49,22 @@ def _has_body(request: Request) -> bool:
     return "transfer-encoding" in request.headers or (length is not None and length.strip() not in ("", "0"))
 
 
+def has_admin_header(values: list[str]) -> bool:
+    """The one rule the receiver and the fault proxy share: the header appears exactly once, and its
+    value, after the optional whitespace HTTP strips (SP and HTAB at both ends), is exactly ``1``."""
+    return len(values) == 1 and values[0].strip(" \t") == ADMIN_HEADER_VALUE
+
+
 def cross_site_problem(request: Request, *, yaml_allowed: bool) -> ProblemError | None:
     """The reason to refuse this state-changing admin request, or None when it may proceed."""
-    if request.headers.get(ADMIN_HEADER) != ADMIN_HEADER_VALUE:
+    if not has_admin_header(request.headers.getlist(ADMIN_HEADER)):
         return ProblemError(403, "admin_header_required", "Forbidden",
-                            f"state-changing admin requests need the header {ADMIN_HEADER}: {ADMIN_HEADER_VALUE}")
-    origin = request.headers.get("origin")
-    if origin is not None:
+                            f"state-changing admin requests need the header {ADMIN_HEADER}: {ADMIN_HEADER_VALUE} "
+                            "(exactly once)")
+    origins = request.headers.getlist("origin")
+    if origins:
         own = f"{request.url.scheme}://{request.headers.get('host', '')}"
-        if origin.lower() != own.lower():
+        if len(origins) > 1 or origins[0].lower() != own.lower():
             return ProblemError(403, "foreign_origin", "Forbidden",
                                 "admin requests from another origin are refused")
     if _has_body(request):
@@ -64,20 +76,37 @@ def cross_site_problem(request: Request, *, yaml_allowed: bool) -> ProblemError 
     return None
 
 
+def admin_body(request: Request) -> bytes:
+    """The body :class:`AdminRoute` read (bounded) and checked before the handler ran."""
+    body: bytes = request.state.admin_body
+    return body
+
+
 class AdminRoute(APIRoute):
     """An admin route whose state-changing methods pass :func:`cross_site_problem` first (before the
-    body is read or validated, so a cross-site request learns nothing beyond the refusal)."""
+    body is read or validated, so a cross-site request learns nothing beyond the refusal). The body is
+    then read within its bound and, when it is JSON, parsed by the strict reader (a repeated member
+    name or a non-finite number is a 400 whatever the handler would do with it); handlers take it
+    from :func:`admin_body`."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
         if not (self.methods or set()) & STATE_CHANGING:
             return handler
         yaml_allowed = self.path_format.endswith("/behaviour")
+        limit = MAX_DOCUMENT_BYTES if yaml_allowed else MAX_ADMIN_BODY_BYTES
 
         async def guarded(request: Request) -> Response:
             problem = cross_site_problem(request, yaml_allowed=yaml_allowed)
             if problem is not None:
                 return problem.response()
+            try:
+                body = await read_admin_body(request, limit)
+                if body and _is_json(_essence(request.headers.get("content-type", ""))):
+                    strict_json.loads_bytes(body)
+            except ProblemError as refused:
+                return refused.response()
+            request.state.admin_body = body
             return await handler(request)
 
         return guarded

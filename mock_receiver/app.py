@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from fastapi import FastAPI, Request
@@ -12,9 +13,12 @@ from starlette.responses import Response
 from mock_receiver import admin, admin_rows, async_api, auth_admin, oauth, sync_api
 from mock_receiver.auth import AuthMiddleware
 from mock_receiver.behaviour import Behaviour, describe_validation_error
+from mock_receiver.cross_site import CrossSiteMiddleware
+from mock_receiver.host_guard import AdminHostGuard, allowed_host_names
 from mock_receiver.intake import Receiver
 from mock_receiver.ledger import Ledger
 from mock_receiver.problems import ProblemError, problem_response
+from mock_receiver.state_files import StateFileRefused, pinned_ledger
 
 LEDGER_FILE = "ledger.sqlite3"
 
@@ -44,9 +48,19 @@ _JOB_BODY = {"requestBody": {"required": True, "content": {"multipart/form-data"
 _RANGE_NOTE = "ISO date; the range is half-open [range_start, range_end)"
 
 
-def open_receiver(behaviour: Behaviour, state_dir: Path, *, durability: str = "full") -> Receiver:
+def open_receiver(behaviour: Behaviour, state_dir: Path, *, durability: str = "full",
+                  tls_listener: bool = False) -> Receiver:
     state_dir.mkdir(parents=True, exist_ok=True)
-    return Receiver(behaviour=behaviour, ledger=Ledger(state_dir / LEDGER_FILE, durability=durability))
+    path = state_dir / LEDGER_FILE
+    ledger = None
+    try:
+        with pinned_ledger(path):  # StateFileRefused: a link or a non-regular file among the ledger's files
+            ledger = Ledger(path, durability=durability)
+    except StateFileRefused:
+        if ledger is not None:
+            ledger.close()
+        raise
+    return Receiver(behaviour=behaviour, ledger=ledger, tls_listener=tls_listener)
 
 
 def _install_problem_handlers(app: FastAPI) -> None:
@@ -127,26 +141,32 @@ def _add_data_routes(app: FastAPI, resource_names: list[str]) -> None:
                       include_in_schema=False)
 
 
-def create_data_app(receiver: Receiver, *, include_admin: bool) -> FastAPI:
-    """The data API; with ``include_admin`` the admin API shares its port."""
+def create_data_app(receiver: Receiver, *, include_admin: bool, admin_host_names: Iterable[str] = ()) -> FastAPI:
+    """The data API; with ``include_admin`` the admin API shares its port (its requests then need an
+    allowed Host: the loopback literals or one of ``admin_host_names``)."""
     app = FastAPI(title="restproof mock receiver", version="1", docs_url=None, redoc_url=None)
     app.state.receiver = receiver
     _install_problem_handlers(app)
     _add_data_routes(app, sorted(receiver.behaviour.resources))
     app.add_middleware(AuthMiddleware, gate_of=receiver)
+    app.add_middleware(CrossSiteMiddleware, source=receiver)  # runs before authentication
     if include_admin:
         app.include_router(admin.router)
         app.include_router(auth_admin.router)
+        # Added last, so it runs first: a rebound name reaches no admin route, not even a read.
+        app.add_middleware(AdminHostGuard, names=allowed_host_names(admin_host_names), admin_only=True)
     return app
 
 
-def create_admin_app(receiver: Receiver) -> FastAPI:
+def create_admin_app(receiver: Receiver, *, admin_host_names: Iterable[str] = ()) -> FastAPI:
+    """The admin API on its own listener: every request needs an allowed Host."""
     app = FastAPI(title="restproof mock receiver admin", version="1", docs_url=None, redoc_url=None)
     app.state.receiver = receiver
     _install_problem_handlers(app)
     app.include_router(admin.router)
     app.include_router(admin_rows.router)  # rows only on the admin listener, never the data port
     app.include_router(auth_admin.router)
+    app.add_middleware(AdminHostGuard, names=allowed_host_names(admin_host_names), admin_only=False)
     return app
 
 

@@ -7,7 +7,7 @@ import asyncio
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from mock_receiver.behaviour import AsyncSpec, Endpoint, FenceType, MutationKind
+from mock_receiver.behaviour import AsyncSpec, Behaviour, Endpoint, FenceType, MutationKind
 from mock_receiver.canonical import bytes_digest, fields_digest
 from mock_receiver.delivery import tracked
 from mock_receiver.engine import (
@@ -24,12 +24,12 @@ from mock_receiver.engine import (
 )
 from mock_receiver.faults import Decision
 from mock_receiver.intake import (
-    Receiver,
     decide_with_delays,
     is_fence_key,
     key_from_filename,
     read_body_bounded,
     receiver_of,
+    record_failure,
     record_rejection,
 )
 from mock_receiver.ledger import RequestRecord, Txn
@@ -45,15 +45,17 @@ def _jobs_disabled() -> ProblemError:
     return ProblemError(404, "async_jobs_disabled", "Not found", "this receiver has no async job endpoint")
 
 
-async def _validate(request: Request, receiver: Receiver, record: RequestRecord
+async def _validate(request: Request, behaviour: Behaviour, record: RequestRecord
                     ) -> tuple[AsyncSpec, Submission, Scope, str | None]:
-    config = receiver.behaviour.async_jobs
+    """Everything read from ``behaviour``, the one snapshot taken when the request arrived: a switch
+    while the upload is still arriving must not mix two behaviours in one request."""
+    config = behaviour.async_jobs
     if config is None or not config.enabled:
         raise _jobs_disabled()
     if media_essence(request.headers.get("content-type")) != "multipart/form-data":
         raise ProblemError(415, "multipart_required", "Unsupported media type",
                            "submit a dataset job as multipart/form-data")
-    limits = receiver.behaviour.limits
+    limits = behaviour.limits
     body = await read_body_bounded(request, limits.max_body_bytes, record)
     record.body_digest = bytes_digest(body)
     submission = decode_body(body, request.headers.get("content-type"), None, limits)
@@ -61,8 +63,7 @@ async def _validate(request: Request, receiver: Receiver, record: RequestRecord
     record.payload_digest = submission.decoded_digest
     scope = parse_scope(submission.scalars.get("range_start"), submission.scalars.get("range_end"))
     record.scope_start, record.scope_end = scope.start, scope.end
-    if receiver.behaviour.resources[config.resource].mutation is MutationKind.PARTITION_REPLACE \
-            and scope.start is None:
+    if behaviour.resources[config.resource].mutation is MutationKind.PARTITION_REPLACE and scope.start is None:
         raise ProblemError(422, "scope_required", "Unprocessable content",
                            "partition_replace needs range_start and range_end parts")
     key = None
@@ -78,7 +79,7 @@ async def _validate(request: Request, receiver: Receiver, record: RequestRecord
     return config, submission, scope, key
 
 
-def _decide(txn: Txn, receiver: Receiver, record: RequestRecord, decision: Decision, *, config: AsyncSpec,
+def _decide(txn: Txn, behaviour: Behaviour, record: RequestRecord, decision: Decision, *, config: AsyncSpec,
             submission: Submission, scope: Scope, key: str | None) -> Response:
     now = txn.now()
     if decision.status is not None and not decision.status.after_effect:
@@ -99,7 +100,7 @@ def _decide(txn: Txn, receiver: Receiver, record: RequestRecord, decision: Decis
             return _answer_existing(txn, record, config,
                                     same_payload=existing["request_digest"] == submission_digest,
                                     original_job=existing["receipt_id"], now=now)
-    spec = receiver.behaviour.resources[resource]
+    spec = behaviour.resources[resource]
     partition = partition_rows(submission, spec, scope, decision.reject_rows)
     job_id = new_id("job")
     record.job_id = record.receipt_id = job_id
@@ -146,9 +147,8 @@ def _answer_existing(txn: Txn, record: RequestRecord, config: AsyncSpec, *, same
     return problem.response()
 
 
-def _observe(txn: Txn, receiver: Receiver, record: RequestRecord, decision: Decision, *, config: AsyncSpec,
+def _observe(txn: Txn, behaviour: Behaviour, record: RequestRecord, decision: Decision, *, config: AsyncSpec,
              job_id: str) -> Response:
-    behaviour = receiver.behaviour
     now = txn.now()
     if decision.status is not None:
         record.status, record.outcome = decision.status.status, "fault"
@@ -166,7 +166,11 @@ def _observe(txn: Txn, receiver: Receiver, record: RequestRecord, decision: Deci
         record.status, record.outcome, record.problem = problem.status, "rejected", problem.slug
         txn.record_request(record, now)
         return problem.response()
-    job = observe_job(txn, job, config, behaviour.resources[config.resource], now, count_poll=True)
+    spec = behaviour.resources.get(job["resource"])
+    if spec is not None:
+        job = observe_job(txn, job, config, spec, now, count_poll=True)
+    # else: a job of a resource the active behaviour no longer declares is shown as it stands (it can
+    # only be finished under a behaviour that declares its resource again)
     record.status, record.outcome, record.mutation_key = 200, "observed", job["mutation_key"]
     record.effect_id = job["effect_id"]
     txn.record_request(record, now)
@@ -181,15 +185,20 @@ async def submit_job(request: Request) -> Response:
     record = RequestRecord(endpoint=Endpoint.ASYNC_SUBMIT.value, method="POST",
                            resource=config.resource if config else None)
     try:
-        config, submission, scope, key = await _validate(request, receiver, record)
+        config, submission, scope, key = await _validate(request, behaviour, record)
     except ProblemError as problem:
         return await record_rejection(receiver, record, problem)
+    except Exception as error:  # a receiver bug while reading the request: logged, never lost
+        return await record_failure(receiver, record, error)
     decision = receiver.faults.decide(behaviour, Endpoint.ASYNC_SUBMIT, "POST", config.resource)
     record.rule = decision.rule_names
-    return await decide_with_delays(
-        receiver, decision, record,
-        lambda txn: _decide(txn, receiver, record, decision, config=config, submission=submission, scope=scope,
-                            key=key))
+    try:
+        return await decide_with_delays(
+            receiver, decision, record,
+            lambda txn: _decide(txn, behaviour, record, decision, config=config, submission=submission,
+                                scope=scope, key=key))
+    except Exception as error:  # rolled back: logged as a failure
+        return await record_failure(receiver, record, error)
 
 
 async def get_job(request: Request) -> Response:
@@ -205,8 +214,11 @@ async def get_job(request: Request) -> Response:
         return await record_rejection(receiver, record, _jobs_disabled())
     decision = receiver.faults.decide(behaviour, Endpoint.JOB_POLL, "GET", config.resource)
     record.rule = decision.rule_names
-    response = await receiver.ledger.run(
-        lambda txn: _observe(txn, receiver, record, decision, config=config, job_id=job_id))
+    try:
+        response = await receiver.ledger.run(
+            lambda txn: _observe(txn, behaviour, record, decision, config=config, job_id=job_id))
+    except Exception as error:  # rolled back: logged as a failure
+        return await record_failure(receiver, record, error)
     if decision.delay is not None:
         await asyncio.sleep(decision.delay.seconds)
     return tracked(response, receiver.ledger, record)

@@ -6,6 +6,7 @@ instead of silently selecting a default behaviour.
 
 from __future__ import annotations
 
+import json
 import re
 from enum import StrEnum
 from pathlib import Path
@@ -15,9 +16,18 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from mock_receiver.auth_spec import NO_AUTH, AuthSpec
 from mock_receiver.documents import DocumentError, load_document, read_regular_file
+from mock_receiver.ledger import MAX_CLOCK_OFFSET_SECONDS
 
 _NAME = r"^[a-z0-9][a-z0-9_.-]{0,62}$"
 _PHASE = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.:-]{1,64}$")]
+# Every number of a behaviour is bounded here, at validation time, so that no valid document can make
+# the ledger store a number SQLite cannot hold (a miscount delta of 2**63 - 1 once passed validation
+# and then turned every submit into a 500). Durations share the admin clock's cap.
+_MAX_SECONDS = MAX_CLOCK_OFFSET_SECONDS
+_MAX_COUNT = 1_000_000_000
+_ORIGIN = r"^(\*|https?://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?)$"
+_Seconds = Annotated[float, Field(gt=0, le=_MAX_SECONDS)]
+_Seed = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
 
 
 class BehaviourError(ValueError):
@@ -53,7 +63,7 @@ class SyncFence(_Closed):
     header: str = Field(default="Idempotency-Key", pattern=r"^[A-Za-z0-9-]{1,64}$")
     required: bool = False
     """Reject a mutation that carries no fence header (400) instead of applying it unfenced."""
-    retention_seconds: float | None = Field(default=None, gt=0)
+    retention_seconds: _Seconds | None = None
     """Keys older than this on the receiver clock are pruned; None keeps them forever."""
     mismatch_status: Literal[400, 409, 422] = 422
     """Status of a same-key/different-request answer (idempotency_key: 422, fingerprint_ledger: 409)."""
@@ -69,6 +79,24 @@ class SyncFence(_Closed):
     after_retention: Literal["reapply", "current_state"] = "reapply"
     """A same-key repeat older than retention_seconds: a new request (reapply, a second effect) or an
     answer with the resource's current state of the range and no effect (current_state)."""
+    location: Literal["header", "query"] = "header"
+    """Where the key travels: the ``header``, or a query parameter named in ``query_parameters`` (a
+    field of the request, as Google AIP-155's ``request_id`` is)."""
+    query_parameters: list[Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_]{0,63}$")]] | None = Field(
+        default=None, min_length=1, max_length=4)
+    """With ``location: query``: the parameter's names (e.g. ``[requestId, request_id]``, the JSON and
+    the proto spelling); the key may appear under one of them, once."""
+    key_syntax: Literal["token", "printable", "sf_string", "uuid"] = "token"
+    """What a key may be (mock_receiver/fence_keys.py): ``token`` (1-200 of ``A-Za-z0-9._:~-``),
+    ``printable`` (Stripe: 1-255 characters), ``sf_string`` (IETF draft: an RFC 8941 String),
+    ``uuid`` (AIP-155: a UUID, not the zero UUID)."""
+
+    @model_validator(mode="after")
+    def _key_location(self) -> SyncFence:
+        # With location: query, ``header`` names only the header logged for forensics (never a key).
+        if (self.location == "query") != (self.query_parameters is not None):
+            raise ValueError("query_parameters is required exactly for location: query")
+        return self
 
 
 class RecordResults(StrEnum):
@@ -88,7 +116,7 @@ class AsyncFence(_Closed):
     type: Literal[FenceType.NONE, FenceType.FILENAME_KEY, FenceType.BARE_409]
     conflict_status: Literal[409, 422] = 409
     """Status for same key + different payload (never carries a receipt)."""
-    retention_seconds: float | None = Field(default=None, gt=0)
+    retention_seconds: _Seconds | None = None
 
 
 class PhaseNames(_Closed):
@@ -112,9 +140,9 @@ class AsyncSpec(_Closed):
     resource: str = Field(pattern=_NAME)
     fence: AsyncFence = AsyncFence(type=FenceType.FILENAME_KEY)
     complete_after_polls: int | None = Field(default=2, ge=1, le=10_000)
-    complete_after_seconds: float | None = Field(default=None, ge=0)
+    complete_after_seconds: float | None = Field(default=None, ge=0, le=_MAX_SECONDS)
     """Receiver-clock seconds after submission; either condition finishes the job."""
-    receipt_ttl_seconds: float | None = Field(default=None, gt=0)
+    receipt_ttl_seconds: _Seconds | None = None
     """Receiver-clock seconds after a job turns terminal before its receipt expires."""
     expired_status: Literal[404, 410] = 410
     phases: PhaseNames = PhaseNames()
@@ -151,11 +179,11 @@ class Trigger(_Closed):
     """Exactly one of always / nth / every / probability selects matching requests."""
 
     always: bool | None = None
-    nth: list[Annotated[int, Field(ge=1)]] | None = None
-    every: int | None = Field(default=None, ge=1)
+    nth: list[Annotated[int, Field(ge=1, le=_MAX_COUNT)]] | None = Field(default=None, max_length=1000)
+    every: int | None = Field(default=None, ge=1, le=_MAX_COUNT)
     probability: float | None = Field(default=None, ge=0, le=1)
-    seed: int = 0
-    max_fires: int | None = Field(default=None, ge=1)
+    seed: _Seed = 0
+    max_fires: int | None = Field(default=None, ge=1, le=_MAX_COUNT)
 
     @model_validator(mode="after")
     def _exactly_one(self) -> Trigger:
@@ -187,9 +215,9 @@ class DelayAction(_Closed):
 
 class RejectRowsAction(_Closed):
     kind: Literal["reject_rows"]
-    every_nth_row: int | None = Field(default=None, ge=1)
+    every_nth_row: int | None = Field(default=None, ge=1, le=_MAX_COUNT)
     fraction: float | None = Field(default=None, gt=0, le=1)
-    seed: int = 0
+    seed: _Seed = 0
 
     @model_validator(mode="after")
     def _one_selector(self) -> RejectRowsAction:
@@ -200,8 +228,8 @@ class RejectRowsAction(_Closed):
 
 class MiscountAction(_Closed):
     kind: Literal["miscount"]
-    accepted_delta: int = 0
-    rejected_delta: int = 0
+    accepted_delta: int = Field(default=0, ge=-_MAX_COUNT, le=_MAX_COUNT)
+    rejected_delta: int = Field(default=0, ge=-_MAX_COUNT, le=_MAX_COUNT)
 
 
 class JobFailureAction(_Closed):
@@ -221,6 +249,14 @@ class FaultRule(_Closed):
     action: Action
 
 
+class CrossSite(_Closed):
+    """Which web pages may send the data API requests a browser sends cross-site without a preflight."""
+
+    form_origins: list[Annotated[str, Field(pattern=_ORIGIN)]] = Field(default_factory=list, max_length=64)
+    """Origins (``scheme://host[:port]``, or ``*`` for any) whose form-type requests are accepted;
+    by default none: a request with an ``Origin`` header and a form content type is refused."""
+
+
 class Behaviour(_Closed):
     name: str = Field(pattern=_NAME)
     description: str = Field(default="", max_length=2000)
@@ -231,6 +267,8 @@ class Behaviour(_Closed):
     rules: list[FaultRule] = Field(default_factory=list)
     auth: AuthSpec = NO_AUTH
     """The credential every data-plane request must carry (docs/mock-receiver.md, "Authentication and TLS")."""
+    cross_site: CrossSite = CrossSite()
+    """Browser form posts from other origins (docs/mock-receiver.md, "Cross-site writes")."""
     storage: Literal["rows", "ledger_only"] = "rows"
     """ledger_only: effects keep their row count and digest, not the rows (mock_receiver/ledger_only.py)."""
 
@@ -261,8 +299,13 @@ def describe_validation_error(error: ValidationError) -> list[dict[str, str]]:
 
 
 def parse_behaviour(document: object) -> Behaviour:
+    """Validate strictly, as JSON: ``"5"`` and ``true`` are not numbers, and enums are given by value."""
     try:
-        return Behaviour.model_validate(document)
+        text = json.dumps(document, allow_nan=False)
+    except (TypeError, ValueError):
+        raise BehaviourError("invalid behaviour: not a JSON-like document (finite numbers, string keys)") from None
+    try:
+        return Behaviour.model_validate_json(text, strict=True)
     except ValidationError as error:
         lines = "; ".join(f"{item['loc']}: {item['msg']}" for item in describe_validation_error(error))
         raise BehaviourError(f"invalid behaviour: {lines}") from None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import math
 import socket
 import sqlite3
 from collections.abc import Iterator
@@ -18,13 +19,24 @@ import typer
 import uvicorn
 from fastapi import FastAPI
 
-from mock_receiver.app import create_admin_app, create_data_app, open_receiver
+from mock_receiver import log_redaction
+from mock_receiver.app import LEDGER_FILE, create_admin_app, create_data_app, open_receiver
 from mock_receiver.auth_spec import MutualTlsAuth
 from mock_receiver.behaviour import BehaviourError, load_behaviour_file
 from mock_receiver.guard import NoTracebacks
+from mock_receiver.host_guard import WILDCARD_NAMES, host_name, is_host_name
 from mock_receiver.ledger import LedgerRefused
+from mock_receiver.listener_bounds import BodyDeadlines, ListenerBounds, bounded_protocol
 from mock_receiver.secret_sources import AuthConfigError
-from mock_receiver.tls import TlsMaterial, TlsSetupError, server_context, tls_material_for, uvicorn_tls_options
+from mock_receiver.state_files import StateFileRefused, check_files, ledger_files, write_new_file
+from mock_receiver.tls import (
+    TlsMaterial,
+    TlsSetupError,
+    server_context,
+    tls_material_for,
+    uvicorn_protocol,
+    uvicorn_tls_options,
+)
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Vendor-emulating REST receiver with a "
                   "durable ground-truth effect ledger.")
@@ -104,16 +116,19 @@ def _fail(message: str, code: int = EXIT_INVALID_INPUT) -> typer.Exit:
     return typer.Exit(code=code)
 
 
-def _config(app_: FastAPI, host: str, port: int, *, log_level: str, http: HttpImpl, loop: LoopImpl,
-            tls: dict[str, Any] | None = None) -> uvicorn.Config:
+def _config(app_: FastAPI, host: str, port: int, *, log_level: str, protocol: type[asyncio.Protocol],
+            loop: LoopImpl, bounds: ListenerBounds, tls: dict[str, Any] | None = None) -> uvicorn.Config:
     # No access log: it would print request lines, and nothing that reaches the log may carry a secret.
-    options: dict[str, Any] = {"http": http.value, **(tls or {})}
-    return uvicorn.Config(NoTracebacks(app_), host=host, port=port, log_level=log_level, access_log=False,
-                          lifespan="off", server_header=False, loop=loop.value, **options)
+    options: dict[str, Any] = {"http": protocol, **(tls or {})}
+    return uvicorn.Config(NoTracebacks(BodyDeadlines(app_, bounds)), host=host, port=port, log_level=log_level,
+                          access_log=False, lifespan="off", server_header=False, loop=loop.value, **options)
 
 
 async def _run(primary: _PrimaryServer, companion: _CompanionServer | None, host: str, state_dir: Path,
-               sockets: list[socket.socket], *, tls: TlsMaterial | None = None) -> None:
+               sockets: list[socket.socket], *, tls: TlsMaterial | None = None) -> str | None:
+    """Serve until stopped; the reason when the endpoints file could not be written (then both
+    listeners are closed again and nothing was announced)."""
+    failure = None
     companion_task = asyncio.create_task(companion.serve([sockets[1]])) if companion is not None else None
     primary_task = asyncio.create_task(primary.serve([sockets[0]]))
     while not primary.started or (companion is not None and not companion.started):
@@ -130,12 +145,37 @@ async def _run(primary: _PrimaryServer, companion: _CompanionServer | None, host
         endpoints = {"event": "listening", "data_url": data_url, "admin_url": admin_url}
         if tls is not None:
             endpoints.update({"tls_dir": str(tls.directory.resolve()), "ca_file": str(tls.ca_file.resolve())})
-        (state_dir / ENDPOINTS_FILE).write_text(json.dumps(endpoints) + "\n", encoding="utf-8")
-        print(json.dumps(endpoints), flush=True)  # the readiness line harnesses wait for
+        try:
+            # Never through a planted link: a new file renamed over the name (checked at start as well).
+            write_new_file(state_dir / ENDPOINTS_FILE, (json.dumps(endpoints) + "\n").encode("utf-8"))
+        except (StateFileRefused, OSError) as error:
+            failure = str(error) if isinstance(error, StateFileRefused) else \
+                f"cannot write {state_dir / ENDPOINTS_FILE}: {error.strerror or error.__class__.__name__}"
+            primary.should_exit = True
+        else:
+            print(json.dumps(endpoints), flush=True)  # the readiness line harnesses wait for
     await primary_task
     if companion is not None and companion_task is not None:
         companion.should_exit = True
         await companion_task
+    return failure
+
+
+def _check_state_dir(state_dir: Path) -> None:
+    if state_dir.exists() and not state_dir.is_dir():
+        raise _fail(f"--state-dir {state_dir} exists and is not a directory")
+    try:
+        check_files([state_dir / ENDPOINTS_FILE, *ledger_files(state_dir / LEDGER_FILE)])
+    except StateFileRefused as error:
+        raise _fail(f"--state-dir: {error}") from None
+
+
+def _check_server_options(log_level: str, http: HttpImpl, loop: LoopImpl) -> None:
+    if log_level not in ("critical", "error", "warning", "info", "debug", "trace"):
+        raise _fail(f"unknown --log-level {log_level!r}")
+    for option, choice, module in (("--http", http.value, "httptools"), ("--loop", loop.value, "uvloop")):
+        if choice == module and importlib.util.find_spec(module) is None:
+            raise _fail(f"{option} {choice} needs the {module} package, which is not installed")
 
 
 @app.command()
@@ -161,19 +201,31 @@ def serve(
     client_key_passphrase_env: Annotated[str | None, typer.Option(
         "--client-key-passphrase-env", help="With --tls-dir: also write client-encrypted.key, the good client "
         "key encrypted with the passphrase in this environment variable.")] = None,
+    header_timeout: Annotated[float, typer.Option(
+        help="Seconds a request head may take (408 head_timeout, then the connection is closed).",
+        min=0.1, max=3600)] = ListenerBounds.header_timeout,
+    body_idle_timeout: Annotated[float, typer.Option(
+        help="Seconds a request body may send nothing (408 body_timeout).", min=0.1, max=3600)
+    ] = ListenerBounds.body_idle_timeout,
+    body_timeout: Annotated[float, typer.Option(
+        help="Seconds a request body may take in all (408 body_timeout).", min=0.1, max=86_400)
+    ] = ListenerBounds.body_timeout,
+    allow_host: Annotated[list[str] | None, typer.Option(
+        "--allow-host", help="Another name the admin API answers to in the Host header (besides 127.0.0.1, "
+        "[::1], localhost and --host); repeatable.")] = None,
 ) -> None:
     """Serve the data API (and the admin API) until interrupted."""
     try:
         loaded = load_behaviour_file(behaviour)
     except BehaviourError as error:
         raise _fail(str(error)) from None
-    if state_dir.exists() and not state_dir.is_dir():
-        raise _fail(f"--state-dir {state_dir} exists and is not a directory")
-    if log_level not in ("critical", "error", "warning", "info", "debug", "trace"):
-        raise _fail(f"unknown --log-level {log_level!r}")
-    for option, choice, module in (("--http", http.value, "httptools"), ("--loop", loop.value, "uvloop")):
-        if choice == module and importlib.util.find_spec(module) is None:
-            raise _fail(f"{option} {choice} needs the {module} package, which is not installed")
+    _check_state_dir(state_dir)
+    admin_names = [host_name(name) for name in allow_host or ()]
+    if any(name in WILDCARD_NAMES or not is_host_name(name) for name in admin_names):
+        raise _fail("--allow-host takes a host name or an IP address (not a wildcard address)")
+    _check_server_options(log_level, http, loop)
+    if not all(math.isfinite(value) for value in (header_timeout, body_idle_timeout, body_timeout)):
+        raise _fail("--header-timeout, --body-idle-timeout and --body-timeout take a number of seconds")
     try:
         tls = tls_material_for(tls_dir, loaded.auth, host, client_key_passphrase_env)
     except TlsSetupError as error:
@@ -182,30 +234,38 @@ def serve(
     if admin_port is not None:
         sockets.append(open_listener(host, admin_port, "admin API"))
     try:
-        receiver = open_receiver(loaded, state_dir, durability=durability.value)
-    except (LedgerRefused, AuthConfigError) as error:
+        receiver = open_receiver(loaded, state_dir, durability=durability.value, tls_listener=tls is not None)
+    except (LedgerRefused, StateFileRefused, AuthConfigError) as error:
         for sock in sockets:
             sock.close()
-        raise _fail(f"{'--state-dir: ' if isinstance(error, LedgerRefused) else ''}{error}") from None
+        raise _fail(f"{'' if isinstance(error, AuthConfigError) else '--state-dir: '}{error}") from None
     except (OSError, sqlite3.Error) as error:
         for sock in sockets:
             sock.close()
         raise _fail(f"cannot open the ledger under {state_dir}: {error.__class__.__name__}: {error}") from None
     companion = None
+    names = [host, *admin_names]
+    bounds = ListenerBounds(header_timeout=header_timeout, body_idle_timeout=body_idle_timeout,
+                            body_timeout=body_timeout)
+    protocol = bounded_protocol(uvicorn_protocol(http.value), bounds)
     if admin_port is not None:
-        companion = _CompanionServer(_config(create_admin_app(receiver), host, admin_port, log_level=log_level,
-                                             http=http, loop=loop))
+        companion = _CompanionServer(_config(create_admin_app(receiver, admin_host_names=names), host, admin_port,
+                                             log_level=log_level, protocol=protocol, loop=loop, bounds=bounds))
     tls_options = None if tls is None else uvicorn_tls_options(
-        server_context(tls, require_client_cert=isinstance(loaded.auth, MutualTlsAuth)), http.value)
-    primary = _PrimaryServer(_config(create_data_app(receiver, include_admin=companion is None), host, port,
-                                     log_level=log_level, http=http, loop=loop, tls=tls_options))
+        server_context(tls, require_client_cert=isinstance(loaded.auth, MutualTlsAuth)), protocol)
+    primary = _PrimaryServer(_config(create_data_app(receiver, include_admin=companion is None,
+                                                     admin_host_names=names), host, port, log_level=log_level,
+                                     protocol=protocol, loop=loop, bounds=bounds, tls=tls_options))
     primary.companion = companion
+    log_redaction.install()  # after uvicorn configured its loggers: trace logs carry no query value
     try:
         # The loop factory of the primary config honours --loop (uvloop or asyncio).
         with asyncio.Runner(loop_factory=primary.config.get_loop_factory()) as runner:
-            runner.run(_run(primary, companion, host, state_dir, sockets, tls=tls))
+            failure = runner.run(_run(primary, companion, host, state_dir, sockets, tls=tls))
     finally:
         receiver.ledger.close()
+    if failure is not None:
+        raise _fail(f"--state-dir: {failure}")
 
 
 @app.command()

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import uuid
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime
 
 from mock_receiver.behaviour import AsyncSpec, MutationKind, RecordResults, RejectRowsAction, ResourceSpec
 from mock_receiver.canonical import MultisetSum, multiset_digest, value_text
@@ -16,6 +17,7 @@ from mock_receiver.payloads import Submission
 from mock_receiver.problems import ProblemError
 
 TERMINAL_STATES = frozenset({"complete", "incomplete", "error", "cancelled"})
+_CALENDAR_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
 
 
 def new_id(prefix: str) -> str:
@@ -28,17 +30,27 @@ class Scope:
     end: str | None = None
 
 
+def calendar_date(text: str) -> date | None:
+    """``YYYY-MM-DD`` only: ``date.fromisoformat`` also takes ``2026-W27-3``, ``20260701`` and
+    ``2026-182``, which the documented form is not."""
+    if not _CALENDAR_DATE.match(text):
+        return None
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        return None
+
+
 def parse_scope(start: str | None, end: str | None) -> Scope:
     """Half-open [start, end) of ISO dates; both or neither."""
     if start is None and end is None:
         return Scope()
     if start is None or end is None:
         raise ProblemError(422, "bad_scope", "Unprocessable content", "give both range_start and range_end")
-    try:
-        first, last = date.fromisoformat(start), date.fromisoformat(end)
-    except ValueError:
+    first, last = calendar_date(start), calendar_date(end)
+    if first is None or last is None:
         raise ProblemError(422, "bad_scope", "Unprocessable content",
-                           "range_start and range_end must be ISO dates (YYYY-MM-DD)") from None
+                           "range_start and range_end must be ISO dates (YYYY-MM-DD)")
     if first >= last:
         raise ProblemError(422, "bad_scope", "Unprocessable content",
                            "range_start must be before range_end (the range is half-open)")
@@ -52,12 +64,24 @@ class Partition:
 
 
 def _row_date(text: str | None) -> str | None:
-    if text is None or len(text) < 10:
+    """The date of an ISO date (``YYYY-MM-DD``) or an ISO date-time that starts with one (``T`` or a
+    space before the time); anything else is no date."""
+    if text is None:
         return None
+    day = calendar_date(text[:10])
+    if day is None or (len(text) > 10 and not _valid_datetime(text)):
+        return None
+    return day.isoformat()
+
+
+def _valid_datetime(text: str) -> bool:
+    if text[10] not in "Tt ":
+        return False
     try:
-        return date.fromisoformat(text[:10]).isoformat()
+        datetime.fromisoformat(text)
     except ValueError:
-        return None
+        return False
+    return True
 
 
 def partition_rows(submission: Submission, spec: ResourceSpec, scope: Scope,
@@ -219,9 +243,11 @@ def settle_due_jobs(txn: Txn, config: AsyncSpec | None, spec: ResourceSpec | Non
     """Finish every job whose receiver-clock deadline has passed (no poll counted)."""
     if config is None or spec is None or config.complete_after_seconds is None:
         return 0
+    # Only jobs of the resource ``spec`` describes: after a behaviour switch, a job of another resource
+    # must not be applied with this resource's mutation.
     due = txn.conn.execute(
-        "SELECT * FROM jobs WHERE state IN ('pending', 'running') AND created_at + ? <= ?",
-        (config.complete_after_seconds, now)).fetchall()
+        "SELECT * FROM jobs WHERE state IN ('pending', 'running') AND resource = ? AND created_at + ? <= ?",
+        (config.resource, config.complete_after_seconds, now)).fetchall()
     for job in due:
         finish_job(txn, job, _outcome(job), spec, now)
     return len(due)

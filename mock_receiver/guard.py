@@ -15,6 +15,7 @@ import logging
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from mock_receiver.listener_bounds import BodyTimeout, body_timeout_problem
 from mock_receiver.problems import PROBLEM_MEDIA_TYPE
 
 _LOG = logging.getLogger("mock_receiver")
@@ -41,10 +42,18 @@ class NoTracebacks:
             await self.app(scope, receive, tracking_send)
         except ClientDisconnect:
             return  # the client is gone: there is nobody to answer and nothing to report
+        except BodyTimeout:  # a body read outside the handlers (a refusal draining it) took too long
+            if not started:
+                await body_timeout_problem().response()(scope, _nothing, send)
+            return
         except Exception as error:  # the point of this wrapper
             _LOG.error("mock-receiver: internal error %s on %s", error.__class__.__name__, _route(scope))
             if not started:
                 await _answer_500(send)
+
+
+async def _nothing() -> Message:
+    return {"type": "http.disconnect"}
 
 
 def _route(scope: Scope) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -11,13 +12,17 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from mock_receiver.auth import AuthGate
+from mock_receiver.auth_spec import MutualTlsAuth
 from mock_receiver.behaviour import Behaviour
 from mock_receiver.delivery import tracked
 from mock_receiver.faults import Decision, FaultBook
 from mock_receiver.ledger import Ledger, RequestRecord, Txn
+from mock_receiver.listener_bounds import BodyTimeout, body_timeout_problem
 from mock_receiver.problems import ProblemError
+from mock_receiver.secret_sources import AuthConfigError
 
-_FENCE_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:~-]{0,199}$")
+_LOG = logging.getLogger("mock_receiver")
+_FENCE_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:~-]{0,199}\Z")  # \Z: "$" would let a final "\n" in
 _CONTENT_LENGTH = re.compile(r"^[0-9]{1,18}$")  # ASCII digits only; 18 digits stay inside SQLite's int64
 _FILE_SUFFIXES = (".csv", ".json", ".ndjson", ".jsonl")
 
@@ -30,12 +35,19 @@ class Receiver:
     ledger: Ledger
     faults: FaultBook = field(default_factory=FaultBook)
     auth: AuthGate = field(default_factory=AuthGate)
+    tls_listener: bool = False
+    """The data listener serves HTTPS (``--tls-dir``): only then can ``auth: mtls`` be switched to."""
+    cross_site_refused: int = 0
+    """Data requests refused as cross-site form writes since start or reset (mock_receiver/cross_site.py)."""
 
     def __post_init__(self) -> None:
         if self.auth.spec != self.behaviour.auth:
             self.auth.configure(self.behaviour.auth)  # AuthConfigError when its secret cannot be read
 
     def switch(self, behaviour: Behaviour) -> None:
+        if isinstance(behaviour.auth, MutualTlsAuth) and not self.tls_listener:
+            # serve refuses the same file; accepted here it would answer 401 to every data request.
+            raise AuthConfigError("auth method mtls needs a TLS data listener (serve --tls-dir)")
         self.auth.configure(behaviour.auth)  # first: an unreadable secret changes nothing
         self.behaviour = behaviour
         self.faults.reset()
@@ -86,6 +98,8 @@ async def read_body_bounded(request: Request, limit: int, record: RequestRecord)
     except ClientDisconnect:
         record.response_delivered = "false"
         raise client_disconnected() from None
+    except BodyTimeout:
+        raise body_timeout_problem() from None
     return b"".join(chunks)
 
 
@@ -104,6 +118,8 @@ async def read_admin_body(request: Request, limit: int) -> bytes:
             chunks.append(chunk)
     except ClientDisconnect:
         raise client_disconnected() from None
+    except BodyTimeout:
+        raise body_timeout_problem() from None
     return b"".join(chunks)
 
 
@@ -126,6 +142,34 @@ def key_from_filename(filename: str) -> str:
             stem = stem.removesuffix(suffix)
             break
     return check_fence_key(stem, "the file name stem (receiver duplicate key)")
+
+
+async def record_failure(receiver: Receiver, record: RequestRecord, error: Exception,
+                         release: Callable[[Txn], None] | None = None) -> Response:
+    """A data request whose ledger work failed unexpectedly (a receiver bug: the failed item was rolled
+    back, nothing of it is durable). It is still logged (status 500, outcome ``error``, problem
+    ``internal_error``), and what it reserved earlier (an ``in_progress: conflict`` key) is released
+    in the same transaction, so a retry is not refused for the key's whole retention. One log line
+    names the exception class; no traceback, no payload."""
+    _LOG.error("mock-receiver: internal error %s on %s", error.__class__.__name__, record.endpoint)
+    problem = ProblemError(500, "internal_error", "Internal error")
+    record.status, record.outcome, record.problem = 500, "error", problem.slug
+    # Ids of rows the failed transaction rolled back must not be logged as if they existed.
+    record.receipt_id = record.effect_id = record.request_id = None
+    if record.endpoint != "job_poll":
+        record.job_id = None
+
+    def work(txn: Txn) -> None:
+        if release is not None:
+            release(txn)
+        txn.record_request(record, txn.now())
+
+    try:
+        await receiver.ledger.run(work)
+    except Exception as failure:  # the ledger itself is failing: answer all the same
+        _LOG.error("mock-receiver: cannot log the failed request: %s", failure.__class__.__name__)
+        return problem.response()
+    return tracked(problem.response(), receiver.ledger, record)
 
 
 async def record_rejection(receiver: Receiver, record: RequestRecord, problem: ProblemError) -> Response:

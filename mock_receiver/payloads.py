@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from python_multipart.exceptions import MultipartParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
 
+from mock_receiver import strict_json
 from mock_receiver.behaviour import Limits
 from mock_receiver.canonical import Scalar, bytes_digest, encode_row
 from mock_receiver.problems import ProblemError, bad_request
@@ -85,10 +86,6 @@ def _text(data: bytes) -> str:
         raise bad_request("invalid_utf8", "payload is not valid UTF-8") from None
 
 
-def _reject_constant(name: str) -> None:
-    raise ValueError(name)
-
-
 def _check_row(candidate: object, index: int) -> dict[str, Scalar]:
     if not isinstance(candidate, dict):
         raise ProblemError(422, "row_not_object", "Unprocessable content", f"record {index} is not an object")
@@ -99,17 +96,8 @@ def _check_row(candidate: object, index: int) -> dict[str, Scalar]:
     return candidate
 
 
-def _json_load(text: str) -> object:
-    try:
-        return json.loads(text, parse_constant=_reject_constant)
-    except RecursionError:
-        raise bad_request("json_too_deep", "JSON nesting is too deep") from None
-    except ValueError:
-        raise bad_request("malformed_json", "the body is not valid JSON") from None
-
-
 def parse_json_rows(data: bytes) -> list[dict[str, Scalar]]:
-    document = _json_load(_text(data))
+    document = strict_json.loads(_text(data))
     if not isinstance(document, list):
         raise ProblemError(422, "not_an_array", "Unprocessable content", "a JSON body must be an array of rows")
     return [_check_row(item, index) for index, item in enumerate(document)]
@@ -122,7 +110,7 @@ def parse_ndjson_rows(data: bytes) -> list[dict[str, Scalar]]:
     for raw_line in _text(data).split("\n"):
         line = raw_line.removesuffix("\r")
         if line.strip():
-            rows.append(_check_row(_json_load(line), len(rows)))
+            rows.append(_check_row(strict_json.loads(line), len(rows)))
     return rows
 
 

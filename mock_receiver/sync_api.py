@@ -23,13 +23,13 @@ from mock_receiver.engine import (
 )
 from mock_receiver.engine import settle_due_jobs as settle_jobs
 from mock_receiver.faults import Decision, retry_after_value
+from mock_receiver.fence_keys import read_fence_key
 from mock_receiver.intake import (
     Receiver,
-    check_fence_key,
     decide_with_delays,
-    is_fence_key,
     read_body_bounded,
     receiver_of,
+    record_failure,
     record_rejection,
 )
 from mock_receiver.ledger import RequestRecord, Txn
@@ -79,12 +79,11 @@ class _SyncRequest:
             raise ProblemError(405, "method_not_allowed", "Method not allowed",
                                "this resource is not configured for idempotent PUT", headers={"Allow": "POST"})
         fence = behaviour.sync.fence
-        raw_key = request.headers.get(fence.header)
-        if raw_key is not None and fence.type in (FenceType.IDEMPOTENCY_KEY, FenceType.FINGERPRINT_LEDGER):
-            self.fence_key = check_fence_key(raw_key, f"the {fence.header} header")
-            record.idempotency_key = record.mutation_key = self.fence_key
-        elif raw_key is not None and is_fence_key(raw_key):
-            record.idempotency_key = raw_key  # logged for forensics; this receiver ignores it
+        found = read_fence_key(request, fence)
+        self.fence_key = found.key
+        record.idempotency_key = found.logged  # an ignored header too, for forensics
+        if found.key is not None:
+            record.mutation_key = found.key
         body = await read_body_bounded(request, behaviour.limits.max_body_bytes, record)
         record.body_digest = bytes_digest(body)
         submission = decode_body(body, request.headers.get("content-type"),
@@ -101,7 +100,8 @@ class _SyncRequest:
                                "partition_replace needs range_start and range_end")
         if fence.required and fence.type is not FenceType.NONE and self.fence_key is None \
                 and fence.type is not FenceType.BARE_409:
-            raise ProblemError(400, "fence_key_required", "Bad request", f"the {fence.header} header is required")
+            where = f"the {fence.header} header" if fence.location == "header" else "a request id"
+            raise ProblemError(400, "fence_key_required", "Bad request", f"{where} is required")
 
     def request_digest(self, fence_type: FenceType) -> str:
         record = self.record
@@ -158,6 +158,16 @@ class _SyncRequest:
             return problem.response()
         return self._answer_existing(txn, existing, self.request_digest(self.behaviour.sync.fence.type), now,
                                      stale=stale)
+
+    def release(self, txn: Txn) -> None:
+        """Free the key this request reserved, if it is still only reserved (no stored answer)."""
+        key = self._fence_key()
+        if not self.reserved or key is None:
+            return
+        fence = self.behaviour.sync.fence
+        existing = txn.fence(fence.type.value, self.resource, key)
+        if existing is not None and existing["status"] is None:
+            txn.drop_fence(fence.type.value, self.resource, key)
 
     def decide(self, txn: Txn, decision: Decision) -> Response:
         behaviour, record = self.behaviour, self.record
@@ -287,14 +297,20 @@ async def submit_batch(request: Request) -> Response:
         await intake.validate()
     except ProblemError as problem:
         return await record_rejection(receiver, record, problem)
+    except Exception as error:  # a receiver bug while reading the request: logged, never lost
+        return await record_failure(receiver, record, error)
     decision = receiver.faults.decide(intake.behaviour, Endpoint.SYNC_SUBMIT, request.method, intake.resource)
     record.rule = decision.rule_names
     fence = intake.behaviour.sync.fence
-    if fence.in_progress == "conflict" and fence.type is FenceType.IDEMPOTENCY_KEY and intake.fence_key is not None:
-        early = await receiver.ledger.run(intake.reserve)
-        if early is not None:
-            return tracked(early, receiver.ledger, record)
-    return await decide_with_delays(receiver, decision, record, lambda txn: intake.decide(txn, decision))
+    try:
+        if fence.in_progress == "conflict" and fence.type is FenceType.IDEMPOTENCY_KEY \
+                and intake.fence_key is not None:
+            early = await receiver.ledger.run(intake.reserve)
+            if early is not None:
+                return tracked(early, receiver.ledger, record)
+        return await decide_with_delays(receiver, decision, record, lambda txn: intake.decide(txn, decision))
+    except Exception as error:  # the failed transaction was rolled back: log it, free its reservation
+        return await record_failure(receiver, record, error, release=intake.release)
 
 
 async def resource_summary(request: Request) -> Response:

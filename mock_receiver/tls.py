@@ -162,12 +162,17 @@ def server_context(material: TlsMaterial, *, require_client_cert: bool) -> ssl.S
     return context
 
 
-def uvicorn_tls_options(context: ssl.SSLContext, http: str) -> dict[str, Any]:
+def uvicorn_protocol(http: str) -> type[asyncio.Protocol]:
+    """uvicorn's HTTP protocol class for the --http choice (auto, h11 or httptools), resolved as uvicorn does."""
+    protocol: type[asyncio.Protocol] = import_from_string(HTTP_PROTOCOLS[http])
+    return protocol
+
+
+def uvicorn_tls_options(context: ssl.SSLContext, protocol: type[asyncio.Protocol]) -> dict[str, Any]:
     """``uvicorn.Config`` keyword arguments serving HTTPS with ``context`` and per-request client
-    certificates (``http`` is the --http choice: auto, h11 or httptools, resolved as uvicorn does)."""
+    certificates, over the HTTP protocol class ``protocol``."""
 
     def factory(_config: Any, _default: Callable[[], ssl.SSLContext]) -> ssl.SSLContext:
         return context
 
-    base: type[asyncio.Protocol] = import_from_string(HTTP_PROTOCOLS[http])
-    return {"ssl_context_factory": factory, "http": with_tls_extension(base)}
+    return {"ssl_context_factory": factory, "http": with_tls_extension(protocol)}

@@ -33,6 +33,8 @@ RECEIVERS = REPO / "scenarios" / "receivers"
 MOCK_RECEIVER_BIN = Path(sys.executable).with_name("mock-receiver")
 ADMIN_HEADERS = {"X-Restproof-Admin": "1"}
 """Every state-changing admin request carries this header (docs/mock-receiver.md, "Admin API")."""
+TEST_HOST = ("testserver",)
+"""The Host Starlette's TestClient sends: the in-process admin API is told it is its own name."""
 
 
 def bundled(name: str) -> Behaviour:
@@ -52,7 +54,8 @@ def client_for(behaviour: Behaviour, state_dir: Path) -> Iterator[TestClient]:
     try:
         # The admin header on every request, as every admin client sends it; the cross-site tests use a
         # client without it.
-        with TestClient(create_data_app(receiver, include_admin=True), raise_server_exceptions=True,
+        with TestClient(create_data_app(receiver, include_admin=True, admin_host_names=TEST_HOST),
+                        raise_server_exceptions=True,
                         headers=ADMIN_HEADERS) as client:
             yield client
     finally:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mr_support import ADMIN_HEADERS, admin_items, bundled, client_for, job_files, rows_for
+from mr_support import ADMIN_HEADERS, TEST_HOST, admin_items, bundled, client_for, job_files, rows_for
 
 from mock_receiver.app import create_data_app, open_receiver
 
@@ -29,7 +29,7 @@ JSON = {"content-type": "application/json"}
 def _two_clients(tmp_path: Path) -> Iterator[tuple[TestClient, TestClient]]:
     """(operator client with the admin header, bare client as a web page would send) on one receiver."""
     receiver = open_receiver(bundled("dataset-jobs"), tmp_path)
-    app = create_data_app(receiver, include_admin=True)
+    app = create_data_app(receiver, include_admin=True, admin_host_names=TEST_HOST)
     try:
         with TestClient(app, headers=ADMIN_HEADERS) as operator, TestClient(app) as page:
             yield operator, page

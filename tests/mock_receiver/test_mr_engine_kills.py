@@ -39,6 +39,11 @@ DAYS = ["2026-05-01", "2026-05-02", "2026-05-03"]
     {"range_start": "first", "range_end": "2026-05-04"},
     {"range_start": "2026-05-04", "range_end": "2026-05-04"},
     {"range_start": "2026-05-05", "range_end": "2026-05-04"},
+    # Forms date.fromisoformat takes but the documented YYYY-MM-DD is not: basic, ISO week, ordinal.
+    {"range_start": "20260501", "range_end": "2026-05-04"},
+    {"range_start": "2026-05-01", "range_end": "2026-W19-1"},
+    {"range_start": "2026-121", "range_end": "2026-05-04"},
+    {"range_start": "2026-05-01", "range_end": "2026-05-04\n"},
 ])
 def test_a_scope_that_is_not_a_half_open_iso_date_range_is_422_bad_scope(tmp_path: Path,
                                                                         params: dict[str, str]) -> None:
@@ -49,9 +54,9 @@ def test_a_scope_that_is_not_a_half_open_iso_date_range_is_422_bad_scope(tmp_pat
         assert admin_items(client, "effects") == []
 
 
-def test_a_one_day_range_is_valid_and_kept_normalised(tmp_path: Path) -> None:
+def test_a_one_day_range_is_valid(tmp_path: Path) -> None:
     with client_for(bundled("stripe-like"), tmp_path) as client:
-        response = client.post(MEASUREMENTS, params={"range_start": "20260501", "range_end": "2026-05-02"},
+        response = client.post(MEASUREMENTS, params={"range_start": "2026-05-01", "range_end": "2026-05-02"},
                                json=rows_for(DAYS[:1]))
         assert response.status_code == 200, response.text
         assert (response.json()["range_start"], response.json()["range_end"]) == ("2026-05-01", "2026-05-02")
@@ -70,24 +75,43 @@ def test_each_record_is_judged_by_its_date_against_the_half_open_range(tmp_path:
         {"business_date": "20260502", "site": "basic form"},            # invalid_date: fewer than 10 chars
         {"site": "no date at all"},                                     # invalid_date: missing
         {"business_date": "2026-05-03T23:59:59Z", "site": "timestamp"},  # accepted: its first 10 chars
+        {"business_date": "2026-W18-6", "site": "week form"},           # invalid_date: not YYYY-MM-DD
+        {"business_date": "2026-05-02garbage", "site": "no time"},      # invalid_date: no date-time either
         {"business_date": "2026-04-30", "site": "before"},              # out_of_scope
     ]
     with client_for(sync_behaviour(record_results="all"), tmp_path) as client:
         response = client.post(MEASUREMENTS, params={"range_start": START, "range_end": END}, json=rows)
         assert response.status_code == 200, response.text
         body = response.json()
-        assert (body["accepted_rows"], body["rejected_rows"]) == (2, 4)
+        assert (body["accepted_rows"], body["rejected_rows"]) == (2, 6)
         assert body["records"] == [
             {"index": 0, "status": "accepted"},
             {"index": 1, "status": "rejected", "reason": "out_of_scope"},
             {"index": 2, "status": "rejected", "reason": "invalid_date"},
             {"index": 3, "status": "rejected", "reason": "invalid_date"},
             {"index": 4, "status": "accepted"},
-            {"index": 5, "status": "rejected", "reason": "out_of_scope"},
+            {"index": 5, "status": "rejected", "reason": "invalid_date"},
+            {"index": 6, "status": "rejected", "reason": "invalid_date"},
+            {"index": 7, "status": "rejected", "reason": "out_of_scope"},
         ]
         summary = client.get("/mock/v1/resources/measurements/summary",
                              params={"range_start": "2026-05-03", "range_end": "2026-05-04"}).json()
         assert summary["row_count"] == 1  # the timestamp row is stored under its date
+
+
+@pytest.mark.parametrize(("day", "accepted"), [
+    ("2026-05-03", True), ("2026-05-03T10:00:00Z", True), ("2026-05-03t10:00", True), ("2026-05-03 10:00", True),
+    ("2026-05-03T10:00:00.123456+02:00", True), ("2026-05-03X10:00", False), ("2026-05-03T25:00", False),
+    ("2026-05-03T", False), ("2026-05-03 ", False), ("2026-05-32", False), ("2026-W18-7", False),
+    ("2026-05-3", False), ("2026-05-03\n", False)])
+def test_a_row_date_is_an_iso_date_or_a_date_time_starting_with_one(tmp_path: Path, day: str,
+                                                                     accepted: bool) -> None:
+    rows = [{"business_date": day, "site": "one"}]
+    with client_for(sync_behaviour(record_results="all"), tmp_path) as client:
+        body = client.post(MEASUREMENTS, params={"range_start": START, "range_end": END}, json=rows).json()
+        expected = {"index": 0, "status": "accepted"} if accepted else {
+            "index": 0, "status": "rejected", "reason": "invalid_date"}
+        assert body["records"] == [expected]
 
 
 def test_an_append_without_a_range_accepts_every_dated_record(tmp_path: Path) -> None:

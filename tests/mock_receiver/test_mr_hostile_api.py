@@ -13,7 +13,7 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mr_support import ADMIN_HEADERS, bundled
+from mr_support import ADMIN_HEADERS, TEST_HOST, bundled
 from schemathesis.checks import not_a_server_error
 
 from mock_receiver.app import create_data_app, open_receiver
@@ -27,7 +27,7 @@ pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 schemathesis.serializer.alias("application/x-ndjson", "text/plain")
 _STATE = tempfile.TemporaryDirectory(prefix="mr-hostile-api-")
 _RECEIVER = open_receiver(bundled("dataset-jobs"), Path(_STATE.name))
-_APP = create_data_app(_RECEIVER, include_admin=True)
+_APP = create_data_app(_RECEIVER, include_admin=True, admin_host_names=TEST_HOST)
 schema = schemathesis.openapi.from_asgi("/openapi.json", _APP)
 _CLIENT = TestClient(_APP, raise_server_exceptions=True)
 

@@ -31,6 +31,20 @@ def _post(client: Any, key: str | None, rows: list[dict[str, Any]] = ROWS, heade
     return client.post(URL, params=RANGE, json=rows, headers={header: key} if key else {})
 
 
+def _as_sent(name: str, key: str) -> str:
+    """The key as the personality's wire contract carries it: the IETF draft's header is a Structured
+    Field String, quoted."""
+    return f'"{key}"' if name == "ietf-idempotency-draft" else key
+
+
+REQUEST_ID = "4b1e7f0c-2d8a-4c1b-9e55-0f3a6d2c8b71"
+
+
+def _post_aip(client: Any, request_id: str, rows: list[dict[str, Any]] = ROWS) -> Any:
+    """AIP-155's request id is a field of the request: the query parameter requestId."""
+    return client.post(URL, params={**RANGE, "requestId": request_id}, json=rows)
+
+
 # --- in progress: 409 at once (stripe-like, ietf) or a serialised repeat (the generic fence) -------------
 
 
@@ -62,10 +76,11 @@ def _first_then_second(data_url: str, key: str) -> tuple[httpx.Response, httpx.R
 @pytest.mark.parametrize(("name", "success"), [("stripe-like", 200), ("ietf-idempotency-draft", 201)])
 def test_a_same_key_request_while_the_first_executes_gets_409(tmp_path: Path, name: str, success: int) -> None:
     with ServerProcess(_slow_file(tmp_path, name), tmp_path / "state") as server:
-        first, second = _first_then_second(server.data_url, "in-flight")
+        first, second = _first_then_second(server.data_url, _as_sent(name, "in-flight"))
         assert second.status_code == 409 and second.json()["type"].endswith("idempotency_key_in_use")
         assert first.status_code == success
-        third = httpx.post(server.data_url + URL, params=RANGE, json=ROWS, headers={"Idempotency-Key": "in-flight"})
+        third = httpx.post(server.data_url + URL, params=RANGE, json=ROWS,
+                           headers={"Idempotency-Key": _as_sent(name, "in-flight")})
         assert third.status_code == success and third.headers["idempotent-replayed"] == "true"
         assert third.content == first.content
         with httpx.Client(base_url=server.admin_url) as admin:
@@ -119,14 +134,14 @@ def test_simultaneous_same_key_submits_apply_once_and_never_replay_an_unfinished
 @pytest.mark.parametrize("name", ["stripe-like", "ietf-idempotency-draft"])
 def test_a_5xx_once_execution_started_is_saved_and_replayed(tmp_path: Path, name: str) -> None:
     with client_for(behaviour_with(name, rules=[_status_rule(500, [1])]), tmp_path) as client:
-        first = _post(client, "k500")
+        first = _post(client, _as_sent(name, "k500"))
         assert first.status_code == 500
-        retry = _post(client, "k500")
+        retry = _post(client, _as_sent(name, "k500"))
         assert (retry.status_code, retry.content) == (500, first.content)
         assert retry.headers["idempotent-replayed"] == "true"
         assert retry.headers["content-type"] == "application/problem+json"
         assert admin_items(client, "effects") == []
-        assert _post(client, "fresh-key").status_code in (200, 201)
+        assert _post(client, _as_sent(name, "fresh-key")).status_code in (200, 201)
 
 
 def test_a_5xx_after_the_effect_is_saved_too_so_a_resend_cannot_prove_it(tmp_path: Path) -> None:
@@ -149,10 +164,10 @@ def test_a_429_before_execution_is_not_saved(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", ["stripe-like", "ietf-idempotency-draft"])
 def test_validation_failures_are_not_saved(tmp_path: Path, name: str) -> None:
     with client_for(bundled(name), tmp_path) as client:
-        broken = client.post(URL, params=RANGE, content=b"[{", headers={"Idempotency-Key": "kv",
+        broken = client.post(URL, params=RANGE, content=b"[{", headers={"Idempotency-Key": _as_sent(name, "kv"),
                                                                        "content-type": "application/json"})
         assert broken.status_code == 400
-        corrected = _post(client, "kv")
+        corrected = _post(client, _as_sent(name, "kv"))
         assert corrected.status_code in (200, 201) and "idempotent-replayed" not in corrected.headers
         assert len(admin_items(client, "effects")) == 1
 
@@ -164,11 +179,11 @@ def test_ietf_draft_codes(tmp_path: Path) -> None:
     with client_for(bundled("ietf-idempotency-draft"), tmp_path) as client:
         missing = _post(client, None)
         assert missing.status_code == 400 and missing.json()["type"].endswith("fence_key_required")
-        first = _post(client, "ietf-1")
+        first = _post(client, '"ietf-1"')
         assert first.status_code == 201
-        replay = _post(client, "ietf-1")
+        replay = _post(client, '"ietf-1"')
         assert (replay.status_code, replay.content) == (201, first.content)
-        reuse = _post(client, "ietf-1", rows=OTHER)
+        reuse = _post(client, '"ietf-1"', rows=OTHER)
         assert reuse.status_code == 422 and reuse.json()["type"].endswith("idempotency_key_mismatch")
         assert len(admin_items(client, "effects")) == 1
 
@@ -178,12 +193,12 @@ def test_ietf_draft_codes(tmp_path: Path) -> None:
 
 def test_aip155_duplicate_returns_the_earlier_success_then_the_current_state(tmp_path: Path) -> None:
     with client_for(bundled("aip-155-request-id"), tmp_path) as client:
-        first = _post(client, "req-1", header="Request-Id")
+        first = _post_aip(client, REQUEST_ID)
         assert first.status_code == 200
-        duplicate = _post(client, "req-1", header="Request-Id")
+        duplicate = _post_aip(client, REQUEST_ID)
         assert duplicate.content == first.content and duplicate.headers["idempotent-replayed"] == "true"
         assert client.post("/_admin/clock/advance", json={"seconds": 3601}).status_code == 200
-        stale = _post(client, "req-1", header="Request-Id")
+        stale = _post_aip(client, REQUEST_ID)
         assert stale.status_code == 200 and stale.headers["idempotent-replayed"] == "current-state"
         summary = client.get("/mock/v1/resources/measurements/summary", params=RANGE).json()
         assert stale.json() == summary  # the resource's current state, no receipt
@@ -191,7 +206,7 @@ def test_aip155_duplicate_returns_the_earlier_success_then_the_current_state(tmp
         assert len(admin_items(client, "effects")) == 1  # never applied again
         assert [row["outcome"] for row in admin_items(client, "requests")] == ["applied", "replayed",
                                                                                "current_state"]
-        mismatch = _post(client, "req-1", rows=OTHER, header="Request-Id")
+        mismatch = _post_aip(client, REQUEST_ID, rows=OTHER)
         assert mismatch.status_code == 409 and mismatch.json()["type"].endswith("request_id_mismatch")
 
 

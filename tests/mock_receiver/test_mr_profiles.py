@@ -31,7 +31,21 @@ def test_every_personality_has_a_profile() -> None:
     assert {path.stem for path in RECEIVERS.glob("*.yaml")} - {"dataset-jobs"} == set(PERSONALITIES)
 
 
-@pytest.mark.parametrize(("personality", "profile_ref"), sorted(PERSONALITIES.items()))
+# The sink's profile schema cannot yet quote a header value (RFC 8941 String) nor put a mutation key in a
+# query parameter, so these two profiles still describe the earlier wire contract (docs/mock-receiver.md,
+# "Bundled personalities"). strict: the day a profile matches, the mark must go.
+_PROFILE_LAGS = {
+    "ietf-idempotency-draft": "the profile sends Idempotency-Key unquoted; the draft's header is a quoted sf-string",
+    "aip-155-request-id": "the profile sends a Request-Id header; AIP-155's request_id is a query field (a UUID)",
+}
+
+
+def _personality_params() -> list[object]:
+    return [pytest.param(name, ref, marks=pytest.mark.xfail(strict=True, reason=_PROFILE_LAGS[name]))
+            if name in _PROFILE_LAGS else pytest.param(name, ref) for name, ref in sorted(PERSONALITIES.items())]
+
+
+@pytest.mark.parametrize(("personality", "profile_ref"), _personality_params())
 def test_profile_matches_the_receivers_route_and_fence(personality: str, profile_ref: str) -> None:
     behaviour = bundled(personality)
     profile = load_document(PROFILES / f"{profile_ref}.yaml", OperationProfile)
@@ -41,8 +55,14 @@ def test_profile_matches_the_receivers_route_and_fence(personality: str, profile
     fence = behaviour.sync.fence
     assert profile.mutation_fence.type == FENCES[fence.type.value]
     if profile.mutation_fence.type != "none":
-        assert profile.mutation_fence.header_name == fence.header
-        assert profile.request.header_value(fence.header) == "{receiver_mutation_key}"
+        if fence.location == "query":
+            query = profile.request.query or {}
+            assert any(query.get(name) == "{receiver_mutation_key}" for name in fence.query_parameters or [])
+        else:
+            assert profile.mutation_fence.header_name == fence.header
+            quoted = fence.key_syntax == "sf_string"  # an RFC 8941 String is quoted on the wire
+            expected = '"{receiver_mutation_key}"' if quoted else "{receiver_mutation_key}"
+            assert profile.request.header_value(fence.header) == expected
         expected_ttl = None if fence.retention_seconds is None else int(fence.retention_seconds)
         assert profile.mutation_fence.retention_ttl_seconds == expected_ttl
     else:

@@ -139,12 +139,15 @@ def _current_state(**fence: object):
     return sync_behaviour("aip-155-request-id", fence=fence)
 
 
+# AIP-155's request id is a query field (a UUID), not a header
+REQUEST_ID = {"requestId": "4b1e7f0c-2d8a-4c1b-9e55-0f3a6d2c8b71"}
+
+
 def test_a_stale_repeat_gets_the_current_state_and_no_effect(tmp_path: Path) -> None:
-    headers = {"Request-Id": "req-1"}
     with client_for(_current_state(), tmp_path) as client:
-        assert client.post(URL, params=RANGE, json=ROWS, headers=headers).status_code == 200
+        assert client.post(URL, params={**RANGE, **REQUEST_ID}, json=ROWS).status_code == 200
         advance(client, 3601)
-        late = client.post(URL, params=RANGE, json=ROWS, headers=headers)
+        late = client.post(URL, params={**RANGE, **REQUEST_ID}, json=ROWS)
         summary = client.get("/mock/v1/resources/measurements/summary", params=RANGE).json()
         assert late.status_code == 200
         assert late.headers["idempotent-replayed"] == "current-state"
@@ -152,18 +155,17 @@ def test_a_stale_repeat_gets_the_current_state_and_no_effect(tmp_path: Path) -> 
         assert len(admin_items(client, "effects")) == 1
         assert admin_items(client, "requests")[-1]["outcome"] == "current_state"
         assert admin_items(client, "requests")[-1]["status"] == 200
-        changed = client.post(URL, params=RANGE, json=OTHER, headers=headers)
+        changed = client.post(URL, params={**RANGE, **REQUEST_ID}, json=OTHER)
         assert changed.status_code == 409 and problem_type(changed) == PROBLEM + "request_id_mismatch"
 
 
 @pytest.mark.parametrize("fence", [{"save_errors": True}, {"in_progress": "conflict"}])
 def test_the_current_state_answer_holds_on_every_fence_path(tmp_path: Path, fence: dict) -> None:
     """save_errors consults the fence before faults, in_progress: conflict in its reservation."""
-    headers = {"Request-Id": "req-1"}
     with client_for(_current_state(**fence), tmp_path) as client:
-        client.post(URL, params=RANGE, json=ROWS, headers=headers)
+        client.post(URL, params={**RANGE, **REQUEST_ID}, json=ROWS)
         advance(client, 3601)
-        late = client.post(URL, params=RANGE, json=ROWS, headers=headers)
+        late = client.post(URL, params={**RANGE, **REQUEST_ID}, json=ROWS)
         assert late.headers["idempotent-replayed"] == "current-state"
         assert len(admin_items(client, "effects")) == 1
 
@@ -276,11 +278,10 @@ def test_a_same_key_request_while_the_first_executes_gets_409_in_use(tmp_path: P
 
 def test_a_ledger_only_receiver_answers_the_current_state_from_its_effects(tmp_path: Path) -> None:
     """It keeps no rows: a current state read from the (empty) rows table would claim the range is empty."""
-    headers = {"Request-Id": "req-1"}
     with client_for(behaviour_with("aip-155-request-id", storage="ledger_only"), tmp_path) as client:
-        client.post(URL, params=RANGE, json=ROWS, headers=headers)
+        client.post(URL, params={**RANGE, **REQUEST_ID}, json=ROWS)
         advance(client, 3601)
-        late = client.post(URL, params=RANGE, json=ROWS, headers=headers)
+        late = client.post(URL, params={**RANGE, **REQUEST_ID}, json=ROWS)
         summary = client.get("/mock/v1/resources/measurements/summary", params=RANGE).json()
         assert summary["row_count"] == 2
         assert late.status_code == 200 and late.headers["idempotent-replayed"] == "current-state"
