@@ -25,14 +25,14 @@ router = APIRouter(prefix=ADMIN_PREFIX, tags=["admin"], route_class=AdminRoute)
 async def list_rows(request: Request, *, resource: Text = None, after_id: After = None,
                     limit: Limit = 1000) -> dict[str, object]:
     """Live rows in row order: ``{row_id, resource, row_date, effect_id, encoded}`` (base64)."""
-    receiver = receiver_of(request)
+    behaviour = receiver_of(request).behaviour  # one snapshot: a switch may replace it meanwhile
     filters = _filters(resource=resource)
 
     def work(txn: Txn) -> list[dict[str, object]]:
-        _settle(receiver, txn)
+        _settle(behaviour, txn)
         return txn.select("rows", filters, order="row_id", after=after_id, limit=limit)
 
-    items = await receiver.ledger.run(work)
+    items = await receiver_of(request).ledger.run(work)
     for item in items:
         encoded = item["encoded"]
         assert isinstance(encoded, bytes)  # the column is a BLOB
