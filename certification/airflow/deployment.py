@@ -22,7 +22,7 @@ WORKLOAD = "measurements-async"
 FIRST_DAY = date(2026, 1, 1)
 DAYS = 366
 SENTINEL_ROW_LABEL = "sentinel-row-label-5c1d9e"
-SENTINEL_TOKEN = "sentinel-token-a8b1c27e"
+SENTINEL_TOKEN = "sentinel-token-a8b1c27e"  # noqa: S105 - a test sentinel, no credential
 """The receiver accepts any bearer token; this one must never be written anywhere."""
 
 

@@ -210,7 +210,7 @@ class AsyncPostgresJournal:
                 raise TransitionRejected(RejectionReason.UNKNOWN_OPERATION, f"no operation {request.operation_id}")
             check_revision(row.operation_id, row.revision, request.expected_revision)
             chosen = resolve_transition(self._contract, row.axes, request.transition_id, request.actor)
-            require_observer_transition(row.axes, chosen.target, chosen.id)
+            require_observer_transition(row.axes, chosen)
             for kind in required_leases(chosen):
                 owner = require_lease_owner(chosen, kind, request.lease_owner)
                 await self._require_lease(cur, kind, lease_subject(kind, row.operation_id, row.parent_id), owner,

@@ -72,7 +72,7 @@ class AsyncSqliteJournal:
         if chosen is not None:
             # Checked before the write; the adapter re-checks revision, lease and listing inside
             # its transaction, so a row that moved meanwhile is refused there (stale revision).
-            require_observer_transition(row.axes, chosen.target, chosen.id)
+            require_observer_transition(row.axes, chosen)
         return await asyncio.to_thread(self._journal.transition, request)
 
     async def aclose(self) -> None:

@@ -7,29 +7,17 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from af_support import BEHAVIOUR, Stack
 
-from certification.airflow.deployment import REPO, SENTINEL_TOKEN, Deployment, make_deployment
-from certification.services import Proxy, Receiver, proxy_process, receiver_process
-
-BEHAVIOUR = REPO / "scenarios" / "airflow" / "receiver-30-minute-jobs.yaml"
+from certification.airflow.deployment import SENTINEL_TOKEN, make_deployment
+from certification.services import proxy_process, receiver_process
 
 if importlib.util.find_spec("airflow") is None:
     # Airflow lives only in its own virtual environments (`certify airflow` runs these there).
     collect_ignore = ["in_airflow"]
-
-
-@dataclass
-class Stack:
-    receiver: Receiver
-    proxy: Proxy
-    deployment: Deployment
-
-    def posts(self) -> list[dict[str, object]]:
-        return [entry for entry in self.proxy.log() if entry.get("method") == "POST"]
 
 
 @pytest.fixture

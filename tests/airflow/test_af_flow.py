@@ -4,16 +4,18 @@ and detach on the worker, observe read-only from an event loop, resume on the wo
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
-from conftest import Stack
+from af_support import Stack
 
 from sink.airflow.observation import observe_receipt
 from sink.airflow.runtime_bridge import DeliveryCompleted, DeliveryPending, resume, submit_or_resume
 from sink.journal.durability import Durability
 
 
-def _clock_advancer(stack: Stack, after_sleeps: int):  # type: ignore[no-untyped-def]
+def clock_advancer(stack: Stack, after_sleeps: int) -> Callable[[float], Awaitable[None]]:
+    """An observer's sleep that advances the receiver clock 30 minutes at its n-th call."""
     calls = {"n": 0}
 
     async def sleep(seconds: float) -> None:
@@ -22,7 +24,7 @@ def _clock_advancer(stack: Stack, after_sleeps: int):  # type: ignore[no-untyped
             await asyncio.to_thread(stack.receiver.advance_clock, 1800)
         await asyncio.sleep(0.01)
 
-    return sleep, calls
+    return sleep
 
 
 def test_submit_detach_observe_then_complete_with_one_post(stack: Stack) -> None:
@@ -30,7 +32,7 @@ def test_submit_detach_observe_then_complete_with_one_post(stack: Stack) -> None
     start, end = d.scope(0)
     first = submit_or_resume(d.workload, start, end, locator=d.locator, worker_id="worker-a")
     assert isinstance(first, DeliveryPending), first
-    sleep, calls = _clock_advancer(stack, after_sleeps=2)
+    sleep = clock_advancer(stack, after_sleeps=2)
     event = asyncio.run(observe_receipt(first.operation_id, d.locator, owner="observer-1", sleep=sleep,
                                         lease_ttl=timedelta(seconds=30), durability=Durability.DURABLE))
     assert event.execution_state == "VERIFYING"
