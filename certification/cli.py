@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
+from certification.airflow.command import register as register_airflow
 from certification.artifacts import RowOutcome, write_artifacts
 from certification.bench.cli import bench_app
 from certification.execute import RunRequest, execute
@@ -39,6 +40,7 @@ from certification.verify import VerificationFailed, verify_artifact
 app = typer.Typer(name="certify", help="Certify REST bulk delivery sinks under injected faults.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 app.add_typer(bench_app, name="bench")
+register_airflow(app)
 err = Console(stderr=True)
 IDENTITY_EXAMPLES, IDENTITY_EXAMPLES_QUICK = 200, 25
 QUICK_ROWS = ("none", "cut.after_commit", "cut.request", "kill.after_commit", "status.503.retry_after",

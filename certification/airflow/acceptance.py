@@ -1,10 +1,12 @@
 """One acceptance run on one Airflow version: the provider's scenarios, the baselines side by side,
 the sentinel scan, and the document that becomes ``airflow_async_acceptance.json``.
 
-The verdict is PASS only when every provider scenario passed, the worker-time figures of every
-measured delivery meet their targets, no sentinel leaked, and each baseline showed what it is
-there to show (worker time of the job's length; a duplicate effect). A baseline that shows no
-duplicate means the fault was not real: the run is then INVALID, never PASS.
+The verdict is PASS only when every provider scenario passed (one submission, one effect, the
+terminal observation recorded, the task successful) and no sentinel leaked; a baseline that shows
+no duplicate means the fault was not real, and the run is then INVALID, never PASS. The worker-time
+figures are measurements, printed and signed beside their targets (``figures``), side by side with
+the worker-resident baseline's; like every speed figure of the project they do not decide the
+verdict (absolute times on a shared machine are noise: the load average is recorded with them).
 """
 
 from __future__ import annotations
@@ -107,8 +109,10 @@ def run_acceptance(venv: AirflowVenv, work: Path, *, quick: bool = False) -> dic
     figures = _figures(rows)
     baseline_caught = [b for b in side if b.get("duplicate_effects", 0) > 0 or b["id"].endswith("polling")]
     valid = all("error" not in b for b in side) and len(baseline_caught) == len(side)
-    passed = all(r.get("passed") for r in rows) and figures["meets_seed_target"] and figures["meets_ours_target"] \
-        and sentinels["passed"]
+    passed = all(r.get("passed") for r in rows) and sentinels["passed"]
+    poller: dict[str, Any] = next((b.get("worker_time", {}) for b in side if b["id"].endswith("polling")), {})
+    if poller.get("measured") and figures.get("max_task_process_seconds_after_submit"):
+        figures["worker_resident_baseline_seconds_after_submit"] = poller["task_process_seconds_after_submit"]
     return {
         "schema_id": SCHEMA_ID,
         "created_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),

@@ -19,7 +19,7 @@ from certification.airflow.harness import Harness
 from certification.airflow.stack import AirflowUnavailable
 
 TASK_TIMEOUT_S = 420.0
-HOLD_SECONDS = 10.0
+HOLD_SECONDS = 20.0
 """Wall seconds a job stays running (the trigger polls meanwhile) before the receiver clock moves
 the 30 minutes that finish it."""
 
