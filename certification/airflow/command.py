@@ -19,15 +19,14 @@ import typer
 from rich.console import Console
 
 from certification.airflow.acceptance import run_acceptance
+from certification.airflow.evidence import ARTIFACT, ARTIFACTS
 from certification.airflow.stack import AirflowUnavailable
 from certification.airflow.venvs import LATEST_PATCHES, VenvFailed, build_venv
 from certification.canonical_json import canonical_bytes, with_content_digest
-from certification.gate import ARTIFACTS
 from certification.publish import publish_bytes
 from certification.services import ServiceUnavailable
 from certification.signing import SigningError, build_test_result_predicate, generate_key, load_signer, sign_artifact
 
-ARTIFACT = "airflow_async_acceptance.json"
 COMPAT_DIR = Path("test_artifacts") / "airflow-compat"
 _VERSION = re.compile(r"^(2|3)\.\d{1,2}\.\d{1,3}$")
 err = Console(stderr=True)

@@ -126,5 +126,5 @@ def render(evidence: RunEvidence, *, source: str, key: str, gate: GateResult | N
         not_caught=summary.baseline_not_caught, trusted=trusted(evidence), sinks=sinks,
         rows=_rows(evidence, sinks), legend=sorted(VERDICT_CSS.items()), gate=gate,
         signatures=evidence.signatures, problems=evidence.problems, benches=_benches(evidence),
-        lanes=lanes, label_width=LABEL_WIDTH,
+        lanes=lanes, label_width=LABEL_WIDTH, airflow=evidence.airflow,
     )
