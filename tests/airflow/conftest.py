@@ -1,11 +1,11 @@
-"""The Airflow provider's tests that run without Airflow: a real mock receiver behind the fault
-proxy (the acceptance's 30-minute-job receiver), a private deployment, and the provider's
-runtime bridge and read-only observer driven directly (``tests/airflow/in_airflow/`` holds the
-tests that need Airflow itself; ``certify airflow`` runs them inside an Airflow environment)."""
+"""The Airflow provider's tests run without Airflow (never installed in the project's environment):
+a real mock receiver behind the fault proxy (the acceptance's 30-minute-job receiver), a private
+deployment, the provider's runtime bridge and read-only observer driven directly, and the operator
+and triggers over a stand-in for Airflow's base classes (af_fake_airflow). Real Airflow is
+``certify airflow``'s job."""
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,10 +14,6 @@ from af_support import BEHAVIOUR, Stack
 
 from certification.airflow.deployment import SENTINEL_TOKEN, make_deployment
 from certification.services import proxy_process, receiver_process
-
-if importlib.util.find_spec("airflow") is None:
-    # Airflow lives only in its own virtual environments (`certify airflow` runs these there).
-    collect_ignore = ["in_airflow"]
 
 
 @pytest.fixture
