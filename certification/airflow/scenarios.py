@@ -12,11 +12,12 @@ from __future__ import annotations
 import signal
 import time
 from datetime import date
+from pathlib import Path
 from typing import Any
 
 from certification.airflow.figures import job_post_times, worker_time
 from certification.airflow.harness import Harness
-from certification.airflow.stack import AirflowUnavailable
+from certification.airflow.stack import AirflowUnavailable, Process
 
 TASK_TIMEOUT_S = 420.0
 HOLD_SECONDS = 20.0
@@ -81,15 +82,14 @@ def two_triggerers(h: Harness, scope: tuple[date, date]) -> dict[str, Any]:
     """A partition: the triggerer running the trigger freezes (SIGSTOP), the other takes the trigger
     over and runs its own copy; the frozen one then resumes with its copy still running."""
     run_id = "accept-two-triggerers"
-    second = h.airflow.start_triggerer(1)
+    h.airflow.start_triggerer(1)
     h.airflow.wait_triggerers(2)
     h.trigger("restproof_delivery", run_id, scope)
     _until_deferred(h, "restproof_delivery", run_id)
     child = _child(h, scope)
     h.wait_observations(child, 1)
-    frozen = [p for p in h.airflow.triggerers() if p is not second] or [second]
-    holder = frozen[0]
-    holder.signal(signal.SIGSTOP)
+    holder = _observing_triggerer(h, child)
+    holder.signal(signal.SIGSTOP)  # the whole triggerer, its trigger runner included: a partition
     try:
         reassigned = h.wait_reassigned(run_id)
         h.finish_jobs()
@@ -181,6 +181,25 @@ def max_concurrent_jobs(jobs: list[dict[str, Any]]) -> int:
         running += step
         peak = max(peak, running)
     return peak
+
+
+def _observing_triggerer(h: Harness, operation_id: str) -> Process:
+    """The triggerer whose trigger holds the child's observation lease: the owner id names the
+    process that runs the trigger (``triggerer:HOST:PID:…``), a descendant of that triggerer."""
+    lease = h.journal("SELECT owner FROM leases WHERE lease_kind = 'observation' AND subject_id = %s",
+                      (operation_id,))
+    if not lease:
+        raise AirflowUnavailable(f"no observation lease on {operation_id}")
+    pid = int(str(lease[0]["owner"]).split(":")[2])
+    ours = {process.popen.pid: process for process in h.airflow.triggerers()}
+    for _ in range(16):  # up the parent chain (/proc), a few levels at most
+        if pid in ours:
+            return ours[pid]
+        try:
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    raise AirflowUnavailable("the observing trigger runs in no triggerer this harness started")
 
 
 def _child(h: Harness, scope: tuple[date, date]) -> str:
