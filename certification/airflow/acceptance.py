@@ -93,12 +93,11 @@ def run_acceptance(venv: AirflowVenv, work: Path, *, quick: bool = False) -> dic
         d = h.deployment
         rows = [_guarded("thirty_minute_job", lambda: scenarios.thirty_minute_job(h, d.scope(0))),
                 _guarded("triggerer_sigkill_mid_poll", lambda: scenarios.triggerer_killed_mid_poll(h, d.scope(1))),
+                _guarded("two_triggerers_same_trigger", lambda: scenarios.two_triggerers(h, d.scope(2))),
                 _guarded("worker_sigkill_after_submit", lambda: scenarios.worker_killed_after_submit(h, d.scope(3))),
                 _guarded("dag_run_cleared_and_replayed", lambda: scenarios.cleared_and_replayed(h, d.scope(4))),
                 _guarded("remote_job_semaphore", lambda: scenarios.semaphore(
                     h, [d.scope(i) for i in (range(5, 7) if quick else range(5, 8))]))]
-        if not quick:
-            rows.insert(2, _guarded("two_triggerers_same_trigger", lambda: scenarios.two_triggerers(h, d.scope(2))))
         side = [_guarded("baseline_worker_resident_polling", lambda: baselines.polling_baseline(h, d.scope(8)))]
         if h.http_baseline:
             side.append(_guarded("baseline_http_operator_triggerer_restart",

@@ -107,7 +107,7 @@ def airflow(  # noqa: PLR0917 - typer options
     airflow_version: Annotated[str, typer.Option("--airflow-version", help="Airflow release to accept on.")] = "3.2.2",
     out: Annotated[Path | None, typer.Option("--out", help="Evidence directory [default: certification-out/TIME].")
                    ] = None,
-    quick: Annotated[bool, typer.Option("--quick", help="Smaller: no partition scenario, two semaphore runs.")
+    quick: Annotated[bool, typer.Option("--quick", help="Smaller: two DAG runs over the semaphore instead of three.")
                      ] = False,
     key: KeyOpt = None,
     venv_root: VenvRootOpt = Path("/tmp/restproof-airflow-venvs"),  # noqa: S108 - outside the work tree
