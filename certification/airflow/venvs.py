@@ -18,11 +18,12 @@ REPO = Path(__file__).resolve().parents[2]
 SINK_RUNTIME_LIBRARIES = ("pydantic>=2.6,<3", "PyYAML>=6.0", "jsonschema>=4.21", "httpx>=0.27", "httpcore>=1.0.9",
                           "psycopg[binary]>=3.1", "psycopg-pool>=3.2", "typer>=0.12")
 # The newest FastAPI releases fail Airflow 3's execution API at import (a discriminated union of
-# callables); 0.156.0 is the newest release that Airflow 3.2.2 starts with.
+# callables); 0.156.0 is the newest release that Airflow 3.2.2 starts with. Airflow 3.2.2 was
+# accepted with pydantic 2.12.5, the pin keeps its environment the one the evidence was made in.
 PINS: dict[tuple[int, int], tuple[str, ...]] = {
     (3, 0): ("fastapi<=0.156.0",),
     (3, 1): ("fastapi<=0.156.0",),
-    (3, 2): ("fastapi<=0.156.0",),
+    (3, 2): ("fastapi<=0.156.0", "pydantic<=2.12.5"),
     (3, 3): ("fastapi<=0.156.0",),
 }
 LATEST_PATCHES = ("2.10.5", "2.11.2", "3.0.6", "3.1.8", "3.2.2", "3.3.2")
