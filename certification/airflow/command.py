@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -85,7 +86,17 @@ def _print(document: dict[str, Any]) -> None:
                   markup=False, highlight=False)
 
 
+def _stop_cleanly_on_sigterm() -> None:
+    """SIGTERM (or SIGINT, which a background job ignores) unwinds the harness's context managers,
+    so every Airflow process, the receiver, the proxy and the PostgreSQL cluster are stopped."""
+    def stop(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+
+
 def _run_one(version: str, venv_root: Path, work: Path, quick: bool) -> dict[str, Any]:
+    _stop_cleanly_on_sigterm()
     if not _VERSION.fullmatch(version):
         raise _fail("certify.invalid_input", "--airflow-version takes a release such as 3.2.2", 2)
     try:
