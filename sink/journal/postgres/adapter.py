@@ -63,7 +63,6 @@ from sink.journal.transition_policy import (
     resolve_transition,
 )
 
-
 # Shared with the Airflow trigger's asynchronous client (sink/airflow/): one SQL text, identical rows.
 SELECT_OPERATION_SQL = f"SELECT {OPERATION_COLUMNS} FROM operations WHERE operation_id = %s"
 SELECT_RECEIPT_SQL = "SELECT receipt_id, receipt_digest FROM receipts WHERE operation_id = %s"
