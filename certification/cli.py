@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
+from certification.airflow.command import register as register_airflow
 from certification.artifacts import write_artifacts
 from certification.bench.cli import bench_app
 from certification.coverage import coverage
@@ -44,6 +45,7 @@ from certification.verify_run import verify_run
 app = typer.Typer(name="certify", help="Certify REST bulk delivery sinks under injected faults.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 app.add_typer(bench_app, name="bench")
+register_airflow(app)
 err = Console(stderr=True)
 IDENTITY_EXAMPLES, IDENTITY_EXAMPLES_QUICK = 200, 25
 QUICK_ROWS = ("none", "cut.after_commit", "cut.request", "kill.after_commit", "status.503.retry_after",

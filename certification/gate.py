@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from certification.airflow.evidence import gate_problems as airflow_gate_problems
 from certification.verify import VerificationFailed, verify_artifact
 
 ARTIFACTS = Path("test_artifacts") / "connectors" / "rest"
@@ -92,6 +93,7 @@ def gate(baseline: Path, current: Path, *, baseline_key: Path, current_key: Path
     except VerificationFailed as exc:
         return GateResult((f"signature: {exc}",), 0)
     problems.extend(identity_problems(base_identity, cur_identity))
+    problems.extend(airflow_gate_problems(baseline, current, baseline_key=baseline_key, current_key=current_key))
     certified = str(cur_summary["certified_sink"])
     totals = cur_summary["totals"].get(certified, {})
     problems.extend(f"{certified}: {name} = {totals[name]}" for name in SAFETY if totals.get(name))

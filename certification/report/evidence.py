@@ -17,6 +17,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from certification.airflow.evidence import ARTIFACT as AIRFLOW_ARTIFACT
+from certification.airflow.evidence import AirflowAcceptance, load_acceptance
 from certification.gate import ARTIFACTS
 from certification.history_artifacts import history_path
 from certification.signing import ENVELOPE_SUFFIX, TEST_RESULT_SUFFIX
@@ -194,6 +196,8 @@ class RunEvidence:
     signatures: list[SignatureStatus]
     problems: list[str] = field(default_factory=list)
     """Artifacts that exist but could not be read (a bench that does not parse)."""
+    airflow: AirflowAcceptance | None = None
+    """The Airflow provider's acceptance, when the run holds one (``certify airflow``)."""
 
 
 def _read_json(path: Path) -> tuple[bytes, Any]:
@@ -265,10 +269,17 @@ def load_run(run_dir: Path, key: Path) -> RunEvidence:
             benches[path.stem] = _parse(Bench, path)
         except EvidenceUnreadable as exc:
             problems.append(str(exc))
+    airflow = None
+    if (base / AIRFLOW_ARTIFACT).exists():
+        signatures.extend(_signatures(base / AIRFLOW_ARTIFACT, key))
+        try:
+            airflow = load_acceptance(base / AIRFLOW_ARTIFACT)
+        except ValueError as exc:
+            problems.append(str(exc))
     histories: dict[tuple[str, str], LoadedHistory] = {}
     for row in matrix.rows:
         for sink, cell in row.sinks.items():
             loaded = _history(base, row.row_id, sink, cell.history_digest)
             if loaded is not None:
                 histories[(row.row_id, sink)] = loaded
-    return RunEvidence(matrix, summary, benches, histories, signatures, problems)
+    return RunEvidence(matrix, summary, benches, histories, signatures, problems, airflow)

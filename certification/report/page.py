@@ -144,5 +144,5 @@ def render(evidence: RunEvidence, *, source: str, key: str, gate: GateResult | N
         space=summary.fault_space, seconds=summary.seconds,
         rows=_rows(evidence, sinks), legend=sorted(VERDICT_CSS.items()), gate=gate,
         signatures=evidence.signatures, problems=evidence.problems, benches=_benches(evidence),
-        lanes=lanes, label_width=LABEL_WIDTH,
+        lanes=lanes, label_width=LABEL_WIDTH, airflow=evidence.airflow,
     )

@@ -128,6 +128,17 @@ the statement naming the artifact's exact bytes, its content digest holding.</p>
 </tbody></table>{% endif %}
 {% endfor %}
 
+{% if airflow %}<h2 id="airflow">Airflow acceptance — Airflow {{ airflow.airflow_version }}:
+<span class="banner {{ 'ok-banner' if airflow.verdict == 'PASS' else 'bad-banner' }}">{{ airflow.verdict }}</span></h2>
+<table><thead><tr><th>scenario</th><th>result</th><th>submissions</th><th>effects</th><th>worker s after submit</th>
+</tr></thead><tbody>{% for row in airflow.scenarios + airflow.baselines %}<tr><td>{{ row.id }}</td>
+<td class="{{ 'sig-bad' if row.passed == false else 'sig-ok' }}">{{ 'FAILED' if row.passed == false else ('passed' if row.passed else 'baseline') }}{% if row.error %}: {{ row.error }}{% endif %}</td>
+<td>{{ row.submissions if row.submissions is not none else (row.posts_at_proxy if row.posts_at_proxy is not none else '') }}</td>
+<td>{{ row.effects if row.effects is not none else '' }}</td>
+<td>{{ row.worker_time.get('task_process_seconds_after_submit', '') }}</td></tr>{% endfor %}</tbody></table>
+<p class="note">{% for name, value in airflow.figures|dictsort %}{{ name }} = {{ value }}{% if not loop.last %} · {% endif %}{% endfor %}</p>
+{% endif %}
+
 <h2 id="rows">Rows</h2>
 <p class="note">Timelines: one slot per mutation request in the order it left the sink (the wire tap's clock,
 the only one the history shares), time since the first request below. Sink lane: <b>ok</b> response

@@ -30,7 +30,7 @@ from sink.journal.port import JournalRejection, RejectionReason, TransitionRejec
 from sink.journal.postgres import admission, effects, retirement, submit
 from sink.journal.postgres.connection import Cursor
 from sink.journal.postgres.rate_limits import PostgresRateLimits
-from sink.journal.postgres.rows import OPERATION_COLUMNS, operation_of, to_timestamp
+from sink.journal.postgres.rows import OPERATION_COLUMNS, cas_axes_params, operation_of, to_timestamp
 from sink.journal.records import (
     AdmittedParent,
     Attempt,
@@ -63,6 +63,27 @@ from sink.journal.transition_policy import (
     resolve_transition,
 )
 
+# Shared with the Airflow trigger's asynchronous client (sink/airflow/): one SQL text, identical rows.
+SELECT_OPERATION_SQL = f"SELECT {OPERATION_COLUMNS} FROM operations WHERE operation_id = %s"
+SELECT_RECEIPT_SQL = "SELECT receipt_id, receipt_digest FROM receipts WHERE operation_id = %s"
+SELECT_ATTEMPTS_SQL = (f"SELECT {submit.ATTEMPT_COLUMNS} FROM attempts WHERE operation_id = %s "
+                       "ORDER BY attempt_ordinal")
+INSERT_OBSERVATION_SQL = (
+    "INSERT INTO observations (operation_id, observation_ordinal, acknowledgement_state, "
+    "evidence_digest) VALUES (%s, %s, %s, %s) RETURNING observed_at"
+)
+COUNT_OBSERVATION_SQL = "UPDATE operations SET observation_count = observation_count + 1 WHERE operation_id = %s"
+CAS_AXES_SQL = (
+    "WITH updated AS (UPDATE operations SET execution_state = %(x)s, remote_effect = %(e)s, "
+    "acknowledgement_state = %(a)s, verification_state = %(v)s, checkpoint_state = %(c)s, "
+    "revision = revision + 1, attempt_count = attempt_count + %(attempts)s, "
+    "last_reconciliation_id = COALESCE(%(rec)s, last_reconciliation_id), updated_at = now() "
+    "WHERE operation_id = %(op)s AND revision = %(rev)s RETURNING operation_id, revision), "
+    "logged AS (INSERT INTO transition_log (operation_id, revision, transition_id, actor_kind, actor_id, "
+    "reconciliation_id, evidence_digest) SELECT operation_id, revision, %(tid)s, %(ak)s, %(aid)s, %(rec)s, "
+    "%(ev)s FROM updated) SELECT * FROM updated"
+)  # the CAS of the five axes plus its transition-log row, with the parameters ``_cas_axes`` passes
+
 
 class _DomainLockNeeded(Exception):
     """The transition raises the effect index but the domain row was not locked first: redo."""
@@ -74,7 +95,7 @@ class PostgresJournal(PostgresRateLimits):
     # ----- reads -------------------------------------------------------------------------------
     @staticmethod
     def _operation(cur: Cursor, operation_id: str, lock: str = "") -> OperationRow | None:
-        cur.execute(f"SELECT {OPERATION_COLUMNS} FROM operations WHERE operation_id = %s {lock}", (operation_id,))
+        cur.execute(f"{SELECT_OPERATION_SQL} {lock}", (operation_id,))
         row = cur.fetchone()
         return None if row is None else operation_of(row)
 
@@ -119,8 +140,7 @@ class PostgresJournal(PostgresRateLimits):
 
     def list_attempts(self, operation_id: str) -> tuple[Attempt, ...]:
         with self._db.read() as cur:
-            cur.execute(f"SELECT {submit.ATTEMPT_COLUMNS} FROM attempts WHERE operation_id = %s "
-                        "ORDER BY attempt_ordinal", (operation_id,))
+            cur.execute(SELECT_ATTEMPTS_SQL, (operation_id,))
             return tuple(submit.attempt_of(r) for r in cur.fetchall())
 
     def list_observations(self, operation_id: str) -> tuple[Observation, ...]:
@@ -133,7 +153,7 @@ class PostgresJournal(PostgresRateLimits):
 
     def get_receipt(self, operation_id: str) -> Receipt | None:
         with self._db.read() as cur:
-            cur.execute("SELECT receipt_id, receipt_digest FROM receipts WHERE operation_id = %s", (operation_id,))
+            cur.execute(SELECT_RECEIPT_SQL, (operation_id,))
             row = cur.fetchone()
         return None if row is None else Receipt(row["receipt_id"], row["receipt_digest"])
 
@@ -159,21 +179,9 @@ class PostgresJournal(PostgresRateLimits):
     def _cas_axes(cur: Cursor, row: OperationRow, target: AxesState, *, transition_id: str, actor_kind: str,
                   actor_id: str, reconciliation_id: str | None, evidence_digest: str | None,
                   extra_attempt: bool = False) -> OperationRow:
-        cur.execute(
-            "WITH updated AS (UPDATE operations SET execution_state = %(x)s, remote_effect = %(e)s, "
-            "acknowledgement_state = %(a)s, verification_state = %(v)s, checkpoint_state = %(c)s, "
-            "revision = revision + 1, attempt_count = attempt_count + %(attempts)s, "
-            "last_reconciliation_id = COALESCE(%(rec)s, last_reconciliation_id), updated_at = now() "
-            "WHERE operation_id = %(op)s AND revision = %(rev)s RETURNING operation_id, revision), "
-            "logged AS (INSERT INTO transition_log (operation_id, revision, transition_id, actor_kind, actor_id, "
-            "reconciliation_id, evidence_digest) SELECT operation_id, revision, %(tid)s, %(ak)s, %(aid)s, %(rec)s, "
-            "%(ev)s FROM updated) SELECT * FROM updated",
-            {"x": target.execution_state.value, "e": target.remote_effect.value,
-             "a": target.acknowledgement_state.value, "v": target.verification_state.value,
-             "c": target.checkpoint_state.value, "attempts": 1 if extra_attempt else 0, "rec": reconciliation_id,
-             "op": row.operation_id, "rev": row.revision, "tid": transition_id, "ak": actor_kind, "aid": actor_id,
-             "ev": evidence_digest},
-        )
+        cur.execute(CAS_AXES_SQL, cas_axes_params(row, target, transition_id=transition_id, actor_kind=actor_kind,
+                                                  actor_id=actor_id, reconciliation_id=reconciliation_id,
+                                                  evidence_digest=evidence_digest, extra_attempt=extra_attempt))
         if cur.fetchone() is None:
             raise TransitionRejected(RejectionReason.STALE_REVISION, f"operation {row.operation_id} changed")
         # The CAS matched `row` exactly, so the stored row is `row` with these changes and nothing else.
@@ -263,15 +271,11 @@ class PostgresJournal(PostgresRateLimits):
                     RejectionReason.OBSERVATION_ORDINAL_NOT_NEXT,
                     f"observation ordinal must be {row.observation_count + 1}, got {observation_ordinal}",
                 )
-            cur.execute(
-                "INSERT INTO observations (operation_id, observation_ordinal, acknowledgement_state, "
-                "evidence_digest) VALUES (%s, %s, %s, %s) RETURNING observed_at",
-                (operation_id, observation_ordinal, acknowledgement_state.value, evidence_digest),
-            )
+            cur.execute(INSERT_OBSERVATION_SQL,
+                        (operation_id, observation_ordinal, acknowledgement_state.value, evidence_digest))
             observed = cur.fetchone()
             assert observed is not None
-            cur.execute("UPDATE operations SET observation_count = observation_count + 1 WHERE operation_id = %s",
-                        (operation_id,))
+            cur.execute(COUNT_OBSERVATION_SQL, (operation_id,))
         return Observation(operation_id, observation_ordinal, acknowledgement_state, evidence_digest,
                            observed["observed_at"])
 

@@ -37,6 +37,7 @@ PARENT_COLUMNS = (
     "parent_id, operation_namespace, parent_delivery_key, parent_plan_digest, plan_ref, "
     "profile_contract_digest, child_count, frontier_order, frontier_scope_end"
 )
+SELECT_PARENT_SQL = f"SELECT {PARENT_COLUMNS} FROM parents WHERE parent_id = %s"
 
 
 def parent_of(row: Row) -> ParentRecord:
@@ -80,7 +81,7 @@ def load_children(cur: Cursor, parent_id: str) -> tuple[OperationRow, ...]:
 
 
 def load_parent_record(cur: Cursor, parent_id: str) -> ParentRecord | None:
-    cur.execute(f"SELECT {PARENT_COLUMNS} FROM parents WHERE parent_id = %s", (parent_id,))
+    cur.execute(SELECT_PARENT_SQL, (parent_id,))
     row = cur.fetchone()
     return None if row is None else parent_of(row)
 

@@ -40,7 +40,7 @@ _LEASE_COLUMNS = "lease_kind, subject_id, owner, expires_at, fencing_token"
 
 # Take, renew or refuse in ONE statement: the same owner renews an unexpired lease (token kept);
 # anyone, the same owner included, takes an expired one with token + 1; otherwise no row.
-_ACQUIRE_LEASE = f"""
+ACQUIRE_LEASE_SQL = f"""
 INSERT INTO leases AS l (lease_kind, subject_id, owner, expires_at, fencing_token)
 VALUES (%(kind)s, %(subject)s, %(owner)s, now() + %(ttl)s, 1)
 ON CONFLICT (lease_kind, subject_id) DO UPDATE
@@ -51,6 +51,11 @@ SET owner = excluded.owner,
 WHERE (l.owner = excluded.owner AND l.expires_at > now()) OR l.expires_at <= now()
 RETURNING {_LEASE_COLUMNS}
 """
+
+REQUIRE_LEASE_SQL = (
+    "SELECT 1 FROM leases WHERE lease_kind = %s AND subject_id = %s AND owner = %s AND expires_at > now()"
+)
+"""One row when ``owner`` holds an unexpired lease of that kind on the subject (database clock)."""
 
 
 def lease_of(row: dict[str, object]) -> Lease:
@@ -175,7 +180,7 @@ class PostgresJournalBase:
     # ----- leases ------------------------------------------------------------------------------
     def acquire_lease(self, request: LeaseRequest) -> Lease:
         with self._db.write("lease", critical=False) as cur:
-            cur.execute(_ACQUIRE_LEASE, {"kind": request.kind.value, "subject": request.subject_id,
+            cur.execute(ACQUIRE_LEASE_SQL, {"kind": request.kind.value, "subject": request.subject_id,
                                          "owner": request.owner, "ttl": request.ttl})
             row = cur.fetchone()
         if row is None:
@@ -188,10 +193,7 @@ class PostgresJournalBase:
     @staticmethod
     def _require_lease(cur: Cursor, kind: LeaseKind, subject_id: str, owner: str, *,
                        rejection: type[JournalRejection] = JournalRejection) -> None:
-        cur.execute(
-            "SELECT 1 FROM leases WHERE lease_kind = %s AND subject_id = %s AND owner = %s AND expires_at > now()",
-            (kind.value, subject_id, owner),
-        )
+        cur.execute(REQUIRE_LEASE_SQL, (kind.value, subject_id, owner))
         if cur.fetchone() is None:
             raise rejection(RejectionReason.LEASE_NOT_HELD,
                                    f"{kind.value} lease on {subject_id} is not held by the caller")

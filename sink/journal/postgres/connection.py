@@ -43,7 +43,8 @@ LOG = logging.getLogger(__name__)
 Cursor = psycopg.Cursor[Row]
 TupleConnection = psycopg.Connection[tuple[object, ...]]
 _LOST = (psycopg.OperationalError, psycopg.InterfaceError)
-_PIN_ON = "SELECT set_config('synchronous_commit', %s, true) AS synchronous_commit, current_setting('fsync') AS fsync"
+PIN_DURABLE_SQL = ("SELECT set_config('synchronous_commit', %s, true) AS synchronous_commit, "
+                   "current_setting('fsync') AS fsync")
 _SETTINGS = "SELECT current_setting('synchronous_commit') AS synchronous_commit, current_setting('fsync') AS fsync"
 
 
@@ -169,7 +170,7 @@ class JournalConnections:
                 return
             with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
                 if critical and self.durability is Durability.DURABLE:
-                    cur.execute(_PIN_ON, (REQUIRED_SYNCHRONOUS_COMMIT,))
+                    cur.execute(PIN_DURABLE_SQL, (REQUIRED_SYNCHRONOUS_COMMIT,))
                     self._require_durable(cur, name)
                 elif self.zero_rpo is not None:
                     cur.execute("SET LOCAL synchronous_commit = local")
@@ -205,7 +206,7 @@ class JournalConnections:
         if self.durability is not Durability.DURABLE:
             return
         with self.connection() as conn, conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
-            cur.execute(_PIN_ON, (REQUIRED_SYNCHRONOUS_COMMIT,))
+            cur.execute(PIN_DURABLE_SQL, (REQUIRED_SYNCHRONOUS_COMMIT,))
             self._require_durable(cur, "open")
 
     def check_quorum(self) -> None:

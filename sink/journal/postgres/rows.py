@@ -113,3 +113,14 @@ OPERATION_INSERT = (
     "verification_state, checkpoint_state, admitted_epoch) "
     "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
 )
+
+
+def cas_axes_params(row: OperationRow, target: AxesState, *, transition_id: str, actor_kind: str, actor_id: str,
+                    reconciliation_id: str | None, evidence_digest: str | None,
+                    extra_attempt: bool = False) -> dict[str, object]:
+    """The parameters of ``adapter.CAS_AXES_SQL`` (also used by the Airflow trigger's async client)."""
+    return {"x": target.execution_state.value, "e": target.remote_effect.value,
+            "a": target.acknowledgement_state.value, "v": target.verification_state.value,
+            "c": target.checkpoint_state.value, "attempts": 1 if extra_attempt else 0, "rec": reconciliation_id,
+            "op": row.operation_id, "rev": row.revision, "tid": transition_id, "ak": actor_kind, "aid": actor_id,
+            "ev": evidence_digest}

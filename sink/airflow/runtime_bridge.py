@@ -1,0 +1,166 @@
+"""The provider's one seam to the delivery runtime (the only module here that imports it).
+
+The operator calls ``submit_or_resume`` (first execution, a task retry, a cleared run) and
+``resume`` (after the trigger fired); both go through the runtime's public entry points
+(``run_delivery`` / ``resume_delivery`` with ``wait_for_async=False``: a pending async child is
+returned, never polled on the worker) and answer with the seed's continuation result,
+``DeliveryCompleted | DeliveryPending | DeliveryBlocked``, built from the runtime's redacted result
+view (ids, axes, codes and counts; no payload, body or secret). Every failure the runtime
+catalogues becomes a ``DeliveryBlocked`` with its stable code and exit class, as ``delivery``
+reports it; only a defect escapes as an exception.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import date, timedelta
+from pathlib import Path
+from typing import Any
+
+from sink.airflow.locator import JournalLocator
+
+EXIT_OK, EXIT_INVALID, EXIT_UNAVAILABLE, EXIT_UNKNOWN, EXIT_TERMINAL = 0, 2, 3, 4, 5
+_OWNER_UNSAFE = re.compile(r"[^A-Za-z0-9._:/@+=-]")
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryCompleted:
+    parent_id: str
+    operation_ids: tuple[str, ...]
+    frontier_order: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryPending:
+    parent_id: str
+    operation_id: str
+    """The async child being observed (``continuation_kind`` poll_receipt)."""
+    continuation_kind: str = "poll_receipt"
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryBlocked:
+    parent_id: str | None
+    operation_id: str | None
+    error_code: str | None
+    exit_class: int
+
+    @property
+    def waits(self) -> bool:
+        """Unavailable (3): nothing more was sent; the same call later may proceed (a held
+        remote-job slot, a lease of a live worker, a journal that is down)."""
+        return self.exit_class == EXIT_UNAVAILABLE
+
+
+DeliveryResult = DeliveryCompleted | DeliveryPending | DeliveryBlocked
+
+
+def worker_owner(*parts: object) -> str:
+    """A lease owner id made of the task's identity (journal identifiers allow a closed set)."""
+    text = ":".join(str(part) for part in parts if part is not None)
+    cleaned = _OWNER_UNSAFE.sub("_", text).lstrip("._:/@+=-")
+    return (cleaned or "airflow")[:200]
+
+
+def result_of(view: Mapping[str, Any]) -> DeliveryResult:
+    """The continuation result of a runtime result view (``restproof.delivery_result.v1``)."""
+    parent_id = str(view["parent_id"])
+    children = list(view.get("children", []))
+    exit_code = int(view.get("exit_code", EXIT_OK))
+    pending = [child for child in children if child.get("status") == "pending"]
+    if pending and exit_code == EXIT_OK:
+        return DeliveryPending(parent_id, str(pending[0]["operation_id"]))
+    if exit_code == EXIT_OK and children and all(child.get("status") == "completed" for child in children):
+        frontier = view.get("frontier") or {}
+        order = frontier.get("frontier_order")
+        return DeliveryCompleted(parent_id, tuple(str(c["operation_id"]) for c in children),
+                                 None if order is None else int(order))
+    worst = next((c for c in children if int(c.get("exit_class", 0)) == exit_code and c.get("status") != "completed"),
+                 None)
+    if exit_code == EXIT_OK:  # nothing blocked, nothing pending, not all completed: not reached yet
+        return DeliveryBlocked(parent_id, None, None, EXIT_UNAVAILABLE)
+    return DeliveryBlocked(parent_id, None if worst is None else str(worst["operation_id"]),
+                           None if worst is None else worst.get("error_code"), exit_code)
+
+
+def _guarded(action: Callable[[], tuple[dict[str, Any], Any]]) -> DeliveryResult:
+    """Map every catalogued failure to its code and exit class, as the ``delivery`` CLI does."""
+    from sink.artifacts.port import ArtifactError  # noqa: PLC0415
+    from sink.compiler.diagnostics import CompileError  # noqa: PLC0415
+    from sink.contracts.errors import DeliveryError  # noqa: PLC0415
+    from sink.journal.port import (  # noqa: PLC0415
+        JournalConfigurationError,
+        JournalError,
+        JournalRejection,
+        JournalUnavailable,
+    )
+    from sink.runtime.service import UnknownOperation  # noqa: PLC0415
+    from sink.security.errors import SecurityRefusal  # noqa: PLC0415
+    from sink.source.errors import SourceError  # noqa: PLC0415
+
+    try:
+        view, _ = action()
+    except CompileError as exc:
+        return DeliveryBlocked(None, None, exc.diagnostics[0].code, EXIT_INVALID)
+    except DeliveryError as exc:
+        return DeliveryBlocked(None, None, exc.code.value, int(exc.spec.exit_class))
+    except (SourceError, JournalConfigurationError) as exc:
+        return DeliveryBlocked(None, None, str(getattr(exc, "code", "delivery.invalid_input")), EXIT_INVALID)
+    except SecurityRefusal as exc:
+        return DeliveryBlocked(None, None, exc.code, int(exc.exit_class))
+    except UnknownOperation:
+        return DeliveryBlocked(None, None, "delivery.unknown_operation", EXIT_INVALID)
+    except JournalUnavailable as exc:
+        return DeliveryBlocked(None, None, exc.code.value, EXIT_UNAVAILABLE)
+    except JournalRejection as exc:
+        return DeliveryBlocked(None, None, f"journal.{exc.reason.value}", EXIT_UNKNOWN)
+    except (JournalError, ArtifactError, OSError):
+        return DeliveryBlocked(None, None, "delivery.unavailable", EXIT_UNAVAILABLE)
+    return result_of(view)
+
+
+def _locations(locator: JournalLocator) -> Any:
+    from sink.runtime.composition import Locations  # noqa: PLC0415
+
+    return Locations(locator.journal, Path(locator.artifacts), Path(locator.markers), pg_schema=locator.pg_schema)
+
+
+def _settings(worker_id: str, lease_ttl: timedelta) -> Any:
+    from sink.runtime.service import RunSettings  # noqa: PLC0415
+
+    return RunSettings(worker_id=worker_id, wait_for_async=False, lease_ttl=lease_ttl)
+
+
+def submit_or_resume(workload: Path, scope_from: date, scope_to: date, *, locator: JournalLocator, worker_id: str,
+                     correction_revision: int = 0, lease_ttl: timedelta = timedelta(seconds=30)) -> DeliveryResult:
+    """Compile the workload and deliver the interval: a new parent is frozen, sealed, admitted and
+    submitted; the same interval again (a task retry, a cleared run) resumes the admitted parent
+    from the journal without re-planning and without re-sending an effect not proven absent."""
+    from sink.compiler import compile_files, default_paths  # noqa: PLC0415
+    from sink.runtime.service import run_delivery  # noqa: PLC0415
+
+    def action() -> tuple[dict[str, Any], Any]:
+        plan = compile_files(default_paths(workload))
+        return run_delivery(plan, scope_from, scope_to, workload_dir=workload.resolve().parent,
+                            locations=_locations(locator), settings=_settings(worker_id, lease_ttl),
+                            correction_revision=correction_revision)
+
+    return _guarded(action)
+
+
+def resume(operation_id: str, *, locator: JournalLocator, worker_id: str,
+           lease_ttl: timedelta = timedelta(seconds=30)) -> DeliveryResult:
+    """Continue an admitted parent (or the parent of a child) from the journal alone."""
+    from sink.runtime.service import resume_delivery  # noqa: PLC0415
+
+    return _guarded(lambda: resume_delivery(operation_id, locations=_locations(locator),
+                                            settings=_settings(worker_id, lease_ttl)))
+
+
+def journal_view(operation_id: str, *, locator: JournalLocator) -> dict[str, Any]:
+    """The runtime's redacted inspection of the operation (read-only)."""
+    from sink.runtime.service import inspect_operation  # noqa: PLC0415
+
+    return inspect_operation(operation_id, locations=_locations(locator))
