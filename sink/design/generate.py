@@ -176,7 +176,8 @@ def _pre_transport(b: _Builder) -> None:
            errors=["REST_DELIVERY_RETRY_AFTER_EXCEEDS_BUDGET"])
     b.move("request_outcome_unknown", "submitting", _final_name("NOT_ACCEPTED", "outcome_lost"), auto,
            ["transport_evidence_classified"],
-           errors=["REST_DELIVERY_REMOTE_EFFECT_UNKNOWN", "REST_DELIVERY_UNSAFE_RETRY"])
+           errors=["REST_DELIVERY_REMOTE_EFFECT_UNKNOWN", "REST_DELIVERY_UNSAFE_RETRY",
+                   "REST_DELIVERY_RETRY_AFTER_EXCEEDS_BUDGET"])
 
 
 def _observation(b: _Builder) -> None:
@@ -232,6 +233,13 @@ def _verification_and_reconciliation(b: _Builder) -> None:
                 b.move(f"reconciled_{OUTCOME_TRANSITION_SUFFIX[outcome]}", target, _final_name(ack, outcome),
                        "operator_only", [*operator_guards, "new_evidence_digest"], advances=advances,
                        errors=OUTCOME_ERRORS[outcome] or None)
+            if ack == "NOT_ACCEPTED" and effect_label == "unknown":
+                # Seed ("Safe retry"): a read-only query proving exact absence permits a retry. Only
+                # a request that was never accepted can be sent again: an accepted one keeps its
+                # acknowledgement, and a resend would be a second job.
+                b.move("reconciled_absence_proven", target, "retry_wait", "operator_only",
+                       [*operator_guards, "new_evidence_digest", "exact_absence_proven",
+                        "retry_budget_remaining"])
 
 
 def build_document() -> dict[str, Any]:

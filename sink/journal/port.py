@@ -43,6 +43,8 @@ from sink.journal.records import (
     MarkerRetirement,
     Observation,
     OperationRow,
+    OperatorDecisionRecord,
+    OperatorDecisionRequest,
     OrphanMarker,
     ParentAdmission,
     ParentRecord,
@@ -82,6 +84,11 @@ class RejectionReason(StrEnum):
     INVALID_REQUEST = "invalid_request"
     PROMOTION_ONLY_VIA_FRONTIER = "promotion_only_via_frontier"
     MARKER_NOT_ORPHAN = "marker_not_orphan"
+    DECISION_NOT_PERMITTED = "decision_not_permitted"
+    """The operator decision does not apply to the child's state (a running job, a completed child,
+    nothing held to transfer)."""
+    OPERATION_ABANDONED = "operation_abandoned"
+    """An operator abandoned the child: no automatic submit, replay or poll acts on it again."""
     ORPHAN_MARKER = "orphan_marker_possible_remote_effect"
     """The next attempt's marker was already claimed by a critical submit that the journal does not
     hold (a rewound journal, or a commit that failed after the claim): possible remote effect, the
@@ -256,7 +263,11 @@ class DeliveryJournalPort(Protocol):
         operation; checkpoint PROMOTED is reached only through ``promote_frontier`` (else
         PROMOTION_ONLY_VIA_FRONTIER). On success revision += 1; a receipt is stored in the same
         transaction; RETRY_WAIT and FINALIZED tuples whose effect is not UNKNOWN release the
-        attempt's capacity; a move to FULLY_APPLIED raises the effect interval map.
+        attempt's capacity; a move to FULLY_APPLIED raises the effect interval map. The request's
+        ``decision`` replaces the stored one, its ``facts`` (when given) replace the stored result
+        facts, and ``next_check_after`` sets ``next_check_at`` from the database clock (or clears
+        it): all in the same transaction as the axes, so what a run reports is what the journal holds.
+        An abandoned operation refuses automatic transitions (OPERATION_ABANDONED).
         """
 
     def reserve_and_mark_submitting(self, request: SubmitRequest) -> SubmitGrant:
@@ -265,11 +276,23 @@ class DeliveryJournalPort(Protocol):
         Order of checks: gate/epoch (JOURNAL_EPOCH_BLOCKED), revision, source state, mutation
         lease held by ``lease_owner``, attempt ordinal is next, marker exists in the marker store
         and binds this attempt, STALE_GENERATION, APPEND_SCOPE_ALREADY_APPLIED,
-        OVERLAPPING_EFFECT_IN_FLIGHT, capacity. Then: reserve a slot, append the attempt row with
+        OVERLAPPING_EFFECT_IN_FLIGHT (an abandoned overlapping operation no longer counts), capacity;
+        an abandoned operation is refused (OPERATION_ABANDONED). Then: reserve a slot, append the attempt row with
         the marker digest, CAS to SUBMITTING, commit (through the critical commit guard).
         """
 
     def list_attempts(self, operation_id: str) -> tuple[Attempt, ...]: ...
+
+    # ----- operator decisions ------------------------------------------------------------------
+    def record_operator_decision(self, request: OperatorDecisionRequest) -> OperationRow:
+        """Record an audited operator decision in one transaction (``decision_policy`` says which
+        states permit which kind): ABANDON marks the child abandoned and releases its capacity;
+        TRANSFER_CAPACITY releases its held reservations to the incident reserve. Axes and revision
+        are unchanged (an operator decision is not a contract transition); the decision is appended
+        to ``list_operator_decisions``. Refusals: STALE_REVISION, OPERATOR_REQUIRED,
+        DECISION_NOT_PERMITTED, a reused reconciliation id (INVALID_REQUEST)."""
+
+    def list_operator_decisions(self, operation_id: str) -> tuple[OperatorDecisionRecord, ...]: ...
 
     # ----- observation -------------------------------------------------------------------------
     def record_observation(

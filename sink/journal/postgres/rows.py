@@ -7,12 +7,15 @@ from typing import Any
 
 from psycopg.types.range import Range
 
+from sink.contracts.errors import ErrorCode
 from sink.journal.records import (
     AxesState,
     ChildDescriptor,
+    Decision,
     GenerationKey,
     MutationKind,
     OperationRow,
+    ResultFacts,
     ScopeRange,
 )
 
@@ -25,7 +28,9 @@ OPERATION_COLUMNS = (
     "payload_ref, payload_digest, frontier_order, coverage_proof_digest, effect_conflict_domain, "
     "mutation_kind, scope_range, generation_interval_end, generation_correction_revision, "
     "execution_state, remote_effect, acknowledgement_state, verification_state, checkpoint_state, "
-    "revision, attempt_count, observation_count, last_reconciliation_id"
+    "revision, attempt_count, observation_count, last_reconciliation_id, decided_error_code, "
+    "decided_exit_class, decided_reason, accepted_rows, rejected_rows, rejection_proven, "
+    "receiver_reported_partial, next_check_at, abandoned"
 )
 
 
@@ -87,7 +92,28 @@ def operation_of(row: Row) -> OperationRow:
         attempt_count=int(row["attempt_count"]),
         observation_count=int(row["observation_count"]),
         last_reconciliation_id=row["last_reconciliation_id"],
+        decision=Decision(None if row["decided_error_code"] is None else ErrorCode(row["decided_error_code"]),
+                          None if row["decided_exit_class"] is None else int(row["decided_exit_class"]),
+                          row["decided_reason"]),
+        facts=ResultFacts(_optional_int(row["accepted_rows"]), _optional_int(row["rejected_rows"]),
+                          bool(row["rejection_proven"]), bool(row["receiver_reported_partial"])),
+        next_check_at=row["next_check_at"],
+        abandoned=bool(row["abandoned"]),
     )
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def decision_params(decision: Decision) -> dict[str, object]:
+    return {"code": None if decision.error_code is None else decision.error_code.value,
+            "exit": decision.exit_class, "reason": decision.reason}
+
+
+def facts_params(facts: ResultFacts) -> dict[str, object]:
+    return {"accepted": facts.accepted_rows, "rejected": facts.rejected_rows, "refused": facts.rejection_proven,
+            "partial": facts.receiver_reported_partial}
 
 
 def child_params(

@@ -53,7 +53,8 @@ LOG = logging.getLogger(__name__)
 
 # Writes whose commit authorises an external action or records effect authority: they refuse to
 # commit unless synchronous is FULL or stronger (durable mode).
-CRITICAL_WRITES = frozenset({"admit", "transition", "submit", "frontier", "gate_attest", "retire_marker"})
+CRITICAL_WRITES = frozenset({"admit", "transition", "submit", "frontier", "gate_attest", "retire_marker",
+                             "operator_decision"})
 
 
 def system_clock() -> datetime:
