@@ -23,7 +23,7 @@ Evolution: signatures change only additively (new optional keyword arguments, ne
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
@@ -33,6 +33,7 @@ from sink.journal.records import (
     AdmittedParent,
     Attempt,
     CapacityStatus,
+    Decision,
     EffectTombstone,
     FrontierResult,
     GateStatus,
@@ -122,6 +123,23 @@ class CapacityExhausted(JournalRejection):
 
 class JournalConfigurationError(JournalError):
     """The journal cannot be opened as configured (schema newer than code, zero-RPO on SQLite, ...)."""
+
+    code = "journal.configuration"
+
+
+class NotAJournal(JournalConfigurationError):
+    """The database at the journal's location is not a restproof journal (another application's
+    file, not a database, or nothing at all for a read-only command): refused before anything is
+    written to it."""
+
+    code = "journal.not_a_journal"
+
+
+class JournalSchemaMismatch(JournalConfigurationError):
+    """The journal's schema is newer than this code (never opened), or older than this code for a
+    read-only command (which never migrates)."""
+
+    code = "journal.schema_mismatch"
 
 
 EXIT_UNAVAILABLE = 3
@@ -303,9 +321,26 @@ class DeliveryJournalPort(Protocol):
         acknowledgement_state: AcknowledgementState,
         evidence_digest: str,
         lease_owner: str,
+        next_check_after: timedelta | None = None,
     ) -> Observation:
         """Append one read-only observation; ordinal must be exactly the next one; needs the
-        observation lease. Works while the mutation gate is BLOCKED."""
+        observation lease. Works while the mutation gate is BLOCKED. In the same transaction the
+        operation's ``next_check_at`` becomes now + ``next_check_after`` (or is cleared) and its
+        stored decision is cleared: an answer ends any pause."""
+
+    def record_pause(
+        self,
+        operation_id: str,
+        *,
+        lease_kind: LeaseKind,
+        lease_owner: str,
+        decision: Decision,
+        next_check_after: timedelta | None = None,
+    ) -> OperationRow:
+        """Store why automatic work on the operation pauses now (a poll pass answered only by
+        errors, a rate limit that did not admit the request in time) and when it is next due, under
+        the caller's ``lease_kind`` lease. Axes and revision are unchanged: a pause is not a state
+        transition, only what the next result reports until the next move or observation."""
 
     def list_observations(self, operation_id: str) -> tuple[Observation, ...]: ...
 

@@ -122,6 +122,8 @@ class CapacityStatus:
     scope: str
     slots: int
     held_by_attempts: tuple[str, ...]
+    held_by_operations: tuple[str, ...] = ()
+    """The operations whose attempts hold the slots (sorted, each once)."""
 
     @property
     def free(self) -> int:

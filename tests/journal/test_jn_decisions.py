@@ -21,13 +21,15 @@ from jn_builders import (
 )
 
 from sink.contracts.errors import DeliveryError, ErrorCode
-from sink.contracts.state import ExecutionState, RemoteEffect
+from sink.contracts.state import AcknowledgementState, ExecutionState, RemoteEffect
 from sink.journal.port import JournalRejection, RejectionReason, TransitionRejected
 from sink.journal.records import (
     Actor,
     ActorKind,
     Decision,
     GenerationKey,
+    LeaseKind,
+    LeaseRequest,
     OperationRow,
     OperatorDecisionKind,
     OperatorDecisionRequest,
@@ -52,7 +54,7 @@ def _decide(env: JournalEnv, op: OperationRow, kind: OperatorDecisionKind, recon
 
 def _lost(env: JournalEnv, key: str = "p.c0", generation: GenerationKey = GEN0) -> OperationRow:
     """A child whose request may have reached the receiver: FINALIZED, effect UNKNOWN, slot held."""
-    admitted = env.journal.admit_parent(admission(key.split(".")[0] + f"-{generation.correction_revision}", [
+    admitted = env.journal.admit_parent(admission(f"parent-{generation.correction_revision}", [
         child(0, day(1), day(8), key=key, generation=generation)]))
     op = submit(env.journal, env.markers, seal(env.journal, admitted.children[0])).operation
     return step(env.journal, op, "request_outcome_unknown",
@@ -198,3 +200,31 @@ def test_capacity_transfer_frees_the_slot_but_keeps_the_fence(journal_env: Journ
     other = env.journal.admit_parent(admission("q", [child(0, day(20), day(27), key="q.c0")]))
     assert submit(env.journal, env.markers, seal(env.journal, other.children[0])).operation.axes.execution_state \
         is ExecutionState.SUBMITTING
+
+
+def test_a_pause_note_and_an_observation_set_the_next_check_under_the_lease(journal_env: JournalEnv) -> None:
+    env = journal_env
+    env.journal.configure_capacity(CAPACITY, 4)
+    admitted = env.journal.admit_parent(admission("p", [child(0, day(1), day(8), key="p.c0")]))
+    op = submit(env.journal, env.markers, seal(env.journal, admitted.children[0])).operation
+    waiting = step(env.journal, step(env.journal, op, "receipt_accepted"), "continuation_pending", lease_owner=None)
+    with pytest.raises(JournalRejection) as unleased:  # a pause is written only under the caller's lease
+        env.journal.record_pause(op.operation_id, lease_kind=LeaseKind.OBSERVATION, lease_owner=WORKER,
+                                 decision=Decision(None, 3, "receiver_unavailable"))
+    assert unleased.value.reason is RejectionReason.LEASE_NOT_HELD
+    env.journal.acquire_lease(LeaseRequest(LeaseKind.OBSERVATION, op.operation_id, WORKER, timedelta(seconds=60)))
+    before = env.journal.now()
+    paused = env.journal.record_pause(op.operation_id, lease_kind=LeaseKind.OBSERVATION, lease_owner=WORKER,
+                                      decision=Decision(None, 3, "receiver_unavailable"),
+                                      next_check_after=timedelta(seconds=20))
+    assert paused.decision == Decision(None, 3, "receiver_unavailable")
+    assert (paused.axes, paused.revision) == (waiting.axes, waiting.revision), "a pause is no transition"
+    assert paused.next_check_at is not None and timedelta(seconds=19) <= paused.next_check_at - before
+    env.journal.record_observation(op.operation_id, observation_ordinal=1,
+                                   acknowledgement_state=AcknowledgementState.RUNNING,
+                                   evidence_digest=digest("poll-1"), lease_owner=WORKER,
+                                   next_check_after=timedelta(seconds=5))
+    answered = env.journal.get_operation(op.operation_id)
+    assert answered is not None and answered.decision == Decision(), "an answer ends the pause"
+    assert answered.next_check_at is not None
+    assert timedelta(seconds=4) <= answered.next_check_at - before <= timedelta(seconds=60)

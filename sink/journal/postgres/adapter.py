@@ -256,7 +256,7 @@ class PostgresJournal(PostgresReconciliation, PostgresRateLimits):
     # ----- observations ------------------------------------------------------------------------
     def record_observation(self, operation_id: str, *, observation_ordinal: int,
                            acknowledgement_state: AcknowledgementState, evidence_digest: str,
-                           lease_owner: str) -> Observation:
+                           lease_owner: str, next_check_after: timedelta | None = None) -> Observation:
         require_digest(evidence_digest, "evidence_digest")
         # Not critical: read-only polling is duplicate-safe and stays available with the gate BLOCKED.
         with self._db.write(f"observe:{operation_id}", critical=False) as cur:
@@ -274,8 +274,9 @@ class PostgresJournal(PostgresReconciliation, PostgresRateLimits):
             )
             observed = cur.fetchone()
             assert observed is not None
-            cur.execute("UPDATE operations SET observation_count = observation_count + 1 WHERE operation_id = %s",
-                        (operation_id,))
+            cur.execute("UPDATE operations SET observation_count = observation_count + 1, "
+                        "next_check_at = now() + %s, decided_error_code = NULL, decided_exit_class = NULL, "
+                        "decided_reason = NULL WHERE operation_id = %s", (next_check_after, operation_id))
         return Observation(operation_id, observation_ordinal, acknowledgement_state, evidence_digest,
                            observed["observed_at"])
 

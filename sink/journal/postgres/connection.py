@@ -70,13 +70,14 @@ class JournalConnections:
 
     def __init__(self, dsn: str, *, search_path: str, min_size: int, max_size: int,
                  zero_rpo: ZeroRpoPolicy | None, connect_timeout_s: float,
-                 durability: Durability = Durability.DURABLE) -> None:
+                 durability: Durability = Durability.DURABLE, read_only: bool = False) -> None:
         self.zero_rpo = zero_rpo
         self.durability = durability
         self._dsn = dsn
         self._search_path = search_path
         self._sizes = (min_size, max_size)
         self._timeout = connect_timeout_s
+        self._read_only = read_only
         self._lock = threading.Lock()
         self._suspect = False
         self.pool = self._new_pool()
@@ -84,7 +85,8 @@ class JournalConnections:
     def _new_pool(self) -> ConnectionPool[TupleConnection]:
         return ConnectionPool(
             self._dsn, min_size=self._sizes[0], max_size=self._sizes[1],
-            kwargs={"autocommit": True, "options": f"-c search_path={self._search_path}"},
+            kwargs={"autocommit": True, "options": f"-c search_path={self._search_path}"
+                    + (" -c default_transaction_read_only=on" if self._read_only else "")},
             open=False, timeout=self._timeout, check=_check_idle, name="restproof-journal",
         )
 

@@ -11,6 +11,8 @@ they need and appends the audit rows in one transaction each.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from sink.journal.decision_policy import check_decision
 from sink.journal.marker_policy import check_retirement_request, marker_attempt_mismatch
 from sink.journal.markers import StoredMarker, UnreadableMarker, namespace_key
@@ -18,8 +20,10 @@ from sink.journal.port import RejectionReason, TransitionRejected
 from sink.journal.postgres import retirement, submit
 from sink.journal.postgres.base import PostgresJournalBase
 from sink.journal.postgres.connection import Cursor
-from sink.journal.postgres.rows import OPERATION_COLUMNS, operation_of
+from sink.journal.postgres.rows import OPERATION_COLUMNS, decision_params, operation_of
 from sink.journal.records import (
+    Decision,
+    LeaseKind,
     MarkerRetirement,
     OperationRow,
     OperatorDecisionKind,
@@ -66,6 +70,17 @@ class PostgresReconciliation(PostgresJournalBase):
             self._release_capacity(cur, row.operation_id)
             if request.kind is OperatorDecisionKind.ABANDON:
                 cur.execute("UPDATE operations SET abandoned = true WHERE operation_id = %s", (row.operation_id,))
+            return self._require_operation(cur, row.operation_id)
+
+    def record_pause(self, operation_id: str, *, lease_kind: LeaseKind, lease_owner: str, decision: Decision,
+                     next_check_after: timedelta | None = None) -> OperationRow:
+        # Not critical: a pause note is what the next result reports, never authority to act.
+        with self._db.write(f"pause:{operation_id}", critical=False) as cur:
+            row = self._require_operation(cur, operation_id, "FOR UPDATE")
+            self._require_lease(cur, lease_kind, operation_id, lease_owner)
+            cur.execute("UPDATE operations SET decided_error_code = %(code)s, decided_exit_class = %(exit)s, "
+                        "decided_reason = %(reason)s, next_check_at = now() + %(next)s WHERE operation_id = %(op)s",
+                        {**decision_params(decision), "next": next_check_after, "op": row.operation_id})
             return self._require_operation(cur, row.operation_id)
 
     def list_operator_decisions(self, operation_id: str) -> tuple[OperatorDecisionRecord, ...]:

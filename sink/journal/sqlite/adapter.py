@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -326,7 +326,7 @@ class SqliteJournal(SqliteDecisions, SqliteRateLimits):
     # ----- observations ------------------------------------------------------------------------
     def record_observation(
         self, operation_id: str, *, observation_ordinal: int, acknowledgement_state: AcknowledgementState,
-        evidence_digest: str, lease_owner: str,
+        evidence_digest: str, lease_owner: str, next_check_after: timedelta | None = None,
     ) -> Observation:
         require_digest(evidence_digest, "evidence_digest")
         with self._write("observe") as (conn, now):
@@ -343,8 +343,9 @@ class SqliteJournal(SqliteDecisions, SqliteRateLimits):
                 (operation_id, observation_ordinal, acknowledgement_state.value, evidence_digest, encode_time(now)),
             )
             conn.execute(
-                "UPDATE operations SET observation_count = observation_count + 1 WHERE operation_id = ?",
-                (operation_id,),
+                "UPDATE operations SET observation_count = observation_count + 1, next_check_at = ?, "
+                "decided_error_code = NULL, decided_exit_class = NULL, decided_reason = NULL WHERE operation_id = ?",
+                (None if next_check_after is None else encode_time(now + next_check_after), operation_id),
             )
             return Observation(operation_id, observation_ordinal, acknowledgement_state, evidence_digest, now)
 

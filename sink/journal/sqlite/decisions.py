@@ -1,4 +1,5 @@
-"""Audited operator decisions in the SQLite journal (abandon a child, transfer its capacity).
+"""Audited operator decisions in the SQLite journal (abandon a child, transfer its capacity), and
+the pause note of a step that stops without a transition.
 
 The rules are the shared ``decision_policy``; this module reads what the policy needs and writes
 the decision append-only (``operator_decisions``, migration 5) in one transaction.
@@ -6,15 +7,19 @@ the decision append-only (``operator_decisions``, migration 5) in one transactio
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from sink.journal.decision_policy import check_decision
 from sink.journal.port import RejectionReason, TransitionRejected
 from sink.journal.records import (
+    Decision,
+    LeaseKind,
     OperationRow,
     OperatorDecisionKind,
     OperatorDecisionRecord,
     OperatorDecisionRequest,
 )
-from sink.journal.sqlite.codec import decode_time, encode_time
+from sink.journal.sqlite.codec import decision_params, decode_time, encode_time
 from sink.journal.sqlite.retirement import SqliteRetirement, reconciliation_used
 
 
@@ -39,6 +44,19 @@ class SqliteDecisions(SqliteRetirement):
             self._release_capacity(conn, row.operation_id)
             if request.kind is OperatorDecisionKind.ABANDON:
                 conn.execute("UPDATE operations SET abandoned = 1 WHERE operation_id = ?", (row.operation_id,))
+            return self._require_operation(conn, row.operation_id)
+
+    def record_pause(self, operation_id: str, *, lease_kind: LeaseKind, lease_owner: str, decision: Decision,
+                     next_check_after: timedelta | None = None) -> OperationRow:
+        with self._write("pause") as (conn, now):
+            row = self._require_operation(conn, operation_id)
+            self._require_lease(conn, now, lease_kind, operation_id, lease_owner)
+            conn.execute(
+                "UPDATE operations SET decided_error_code = ?, decided_exit_class = ?, decided_reason = ?, "
+                "next_check_at = ? WHERE operation_id = ?",
+                (*decision_params(decision), None if next_check_after is None else encode_time(now + next_check_after),
+                 row.operation_id),
+            )
             return self._require_operation(conn, row.operation_id)
 
     def list_operator_decisions(self, operation_id: str) -> tuple[OperatorDecisionRecord, ...]:
