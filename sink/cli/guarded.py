@@ -20,7 +20,13 @@ from sink.artifacts.port import ArtifactError
 from sink.cli.common import OutputFormat, fail
 from sink.compiler import CompileError
 from sink.contracts.errors import DeliveryError, ExitClass
-from sink.journal.port import JournalConfigurationError, JournalError, JournalRejection, JournalUnavailable
+from sink.journal.port import (
+    JournalConfigurationError,
+    JournalError,
+    JournalRejection,
+    JournalUnavailable,
+    RejectionReason,
+)
 from sink.runtime.failpoints import FailpointConfigError
 from sink.runtime.reconcile import ReconcileRefused
 from sink.runtime.service import UnknownOperation
@@ -29,6 +35,11 @@ from sink.security.errors import SecurityRefusal
 from sink.source.errors import SourceError
 
 T = TypeVar("T")
+REFUSED_OPERATOR_INPUT = frozenset({
+    RejectionReason.DECISION_NOT_PERMITTED, RejectionReason.MARKER_NOT_ORPHAN, RejectionReason.MARKER_MISMATCH,
+    RejectionReason.EPOCH_NOT_INCREASING, RejectionReason.INVALID_REQUEST, RejectionReason.OPERATOR_REQUIRED,
+})
+"""An operator's command the journal's state does not permit: exit 2 (the command was wrong), not 4."""
 JOURNAL_UNAVAILABLE = ("journal unavailable: every request this run sent is recorded; run again when the journal "
                        "is back")
 
@@ -63,6 +74,8 @@ def guarded(output: OutputFormat, action: Callable[[], T]) -> T:
     except JournalUnavailable as exc:
         refuse(exc.code.value, JOURNAL_UNAVAILABLE, ExitClass.UNAVAILABLE, output)
     except JournalRejection as exc:
-        refuse(f"journal.{exc.reason.value}", exc.detail, ExitClass.EFFECT_UNKNOWN_OR_MANUAL, output)
+        refused = exc.reason in REFUSED_OPERATOR_INPUT
+        exit_class = ExitClass.INVALID_INPUT if refused else ExitClass.EFFECT_UNKNOWN_OR_MANUAL
+        refuse(f"journal.{exc.reason.value}", exc.detail, exit_class, output)
     except (JournalError, ArtifactError, OSError) as exc:
         refuse(getattr(exc, "code", "delivery.unavailable"), type(exc).__name__, ExitClass.UNAVAILABLE, output)

@@ -64,6 +64,9 @@ def next_commands(child: ChildResult, parent_id: str, context: CommandContext, s
             commands.append(f"delivery abandon --operation-id {child.operation_id} --apply {where}")
         elif action is OperatorAction.TRANSFER_CAPACITY:
             commands.append(f"delivery transfer-capacity --operation-id {child.operation_id} --apply {where}")
+        elif action is OperatorAction.RETIRE_ORPHAN_MARKER:
+            commands.append(f"delivery retire-marker --operation-id {child.operation_id} --attempt <ordinal listed by "
+                            f"inspect> --evidence '<what proves it had no effect>' --apply {where}")
         elif action is OperatorAction.CREATE_GOVERNED_GENERATION:
             commands.append(f"delivery run {context.workload or '<workload>'} --scope-from {scope[0][:10]} "
                             f"--scope-to {scope[1][:10]} --correction-revision {correction_revision + 1} {where}")
@@ -172,8 +175,9 @@ def reconcile_document(report: ReconcileReport, context: CommandContext) -> dict
 
 def decision_document(report: DecisionReport, context: CommandContext) -> dict[str, Any]:
     result = result_document(report.result, context)
+    decision = "retire_marker" if report.kind is None else report.kind.value
     return {"schema_id": DECISION_SCHEMA, "operation_id": report.operation_id, "parent_id": report.parent_id,
-            "decision": report.kind.value, "applied": report.applied, "reconciliation_id": report.reconciliation_id,
+            "decision": decision, "applied": report.applied, "reconciliation_id": report.reconciliation_id,
             "exit_code": result["exit_code"], "result": result, "children": result["children"]}
 
 

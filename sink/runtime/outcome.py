@@ -126,7 +126,10 @@ def _not_sent(child: _Child) -> ChildResult:
     if decided.exit_class is not None or decided.error_code is not None:
         # What stopped the last attempt here: a proven not-started request, a capacity or rate
         # limit, an overlapping older generation in flight.
-        actions = (_A.RESUME, _A.ABANDON) if state is not ExecutionState.PLANNED else (_A.RESUME,)
+        actions: tuple[OperatorAction, ...] = (_A.RESUME, _A.ABANDON) if state is not ExecutionState.PLANNED \
+            else (_A.RESUME,)
+        if decided.reason == "orphan_marker":
+            actions = (_A.RETIRE_ORPHAN_MARKER, _A.ABANDON)
         return child.make(ChildStatus.BLOCKED, _exit_of(decided.exit_class, decided.error_code), *actions,
                           code=decided.error_code, reason=decided.reason, next_check_after=row.next_check_at,
                           capacity_held_by=held)

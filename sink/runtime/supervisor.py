@@ -115,7 +115,11 @@ class Supervisor:
             reason = "rate_limited" if isinstance(exc, RateLimitWaitExceeded) else "capacity_exhausted"
             self._pause(operation_id, Decision(None, 3, reason))
         except JournalRejection as exc:
-            if exc.reason not in CONTENTION:
+            if exc.reason is RejectionReason.ORPHAN_MARKER:
+                # Possible remote effect of an attempt the journal does not hold: an operator
+                # retires the marker on evidence (``delivery retire-marker``) before any resend.
+                self._pause(operation_id, Decision(None, 4, "orphan_marker"))
+            elif exc.reason not in CONTENTION:
                 raise
         finally:
             self._release(operation_id)

@@ -76,12 +76,18 @@ def test_a_higher_overlapping_generation_waits_for_the_unknown_one_and_a_stale_o
     assert newer.document["error_code"] == "REST_DELIVERY_OVERLAPPING_EFFECT_IN_FLIGHT"
     inspected = operator.inspect(newer.document["parent_id"])
     assert inspected["exit_code"] == 4 and inspected["error_code"] == "REST_DELIVERY_OVERLAPPING_EFFECT_IN_FLIGHT"
+    # Only the children that overlap the unknown one wait; the others were free to go.
+    waiting = [c for c in newer.children if c["error_code"] == "REST_DELIVERY_OVERLAPPING_EFFECT_IN_FLIGHT"]
+    assert waiting and all(c["axes"]["execution_state"] == "SEALED" for c in waiting)
+    sent = [c for c in newer.children if c["status"] == "completed"]
+    assert len(operator.posts()) == posts + len(sent)
+    posts = len(operator.posts())
     # Generation 2026-03-03 is older than overlapping admitted generations: stale, exit 2.
     stale = operator.run(SYNC, "2026-03-01", "2026-03-03")
     assert stale.code == 2, stale.stderr
     assert stale.error_codes == ["REST_DELIVERY_STALE_GENERATION"]
     assert len(operator.posts()) == posts, "a refused generation sent nothing"
-    assert len(operator.services.effects()) == 1
+    assert len(operator.services.effects()) == 1 + len(sent)
 
 
 def test_an_append_over_an_applied_scope_is_refused_before_any_request(operator: Operator) -> None:
@@ -100,8 +106,11 @@ def test_an_append_over_an_applied_scope_is_refused_before_any_request(operator:
     assert again.document["error_code"] == "REST_DELIVERY_APPEND_SCOPE_ALREADY_APPLIED"
     refused = [c for c in again.children if c["error_code"] == "REST_DELIVERY_APPEND_SCOPE_ALREADY_APPLIED"]
     assert refused and all(c["axes"]["execution_state"] == "FINALIZED" for c in refused)
-    assert len(operator.posts()) == posts
-    assert len(operator.services.effects()) == 2
+    # Only the day not appended before was sent; the refused ones sent nothing.
+    sent = [c for c in again.children if c["status"] == "completed"]
+    assert all(c["scope"]["start"] >= "2026-03-05" for c in sent)
+    assert len(operator.posts()) == posts + len(sent)
+    assert len(operator.services.effects()) == 2 + len(sent)
 
 
 def _sink(operator: Operator) -> dict[str, object]:
