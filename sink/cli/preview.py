@@ -28,7 +28,7 @@ from sink.cli.common import (
     emit_json,
     fail,
     fail_with,
-    parse_date,
+    parse_scope,
 )
 from sink.compiler import CompileError, Diagnostic
 from sink.contracts.errors import DeliveryError, ExitClass
@@ -165,8 +165,7 @@ def preview(
 ) -> None:
     """Freeze, plan and seal offline; print every child's scope, sizes, digests and request metadata."""
     plan = compile_workload(workload, profiles_dir, bindings_dir, environment, output)
-    start = parse_date(scope_from, "--scope-from", output)
-    end = parse_date(scope_to, "--scope-to", output)
+    start, end = parse_scope(scope_from, scope_to, output)
     if plan.workload.source is None:
         fail([Diagnostic("contract.missing_field", _location(workload), "preview needs the workload's source")],
              output)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import socket
 import sys
-from datetime import date, timedelta
+from datetime import timedelta
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -29,10 +29,9 @@ from sink.cli.common import (
     WorkloadArg,
     app,
     emit_json,
-    fail,
+    parse_scope,
 )
 from sink.cli.common import compile_workload as _compile
-from sink.cli.common import parse_date as _parse_date
 from sink.cli.guarded import guarded
 from sink.cli.result_views import (
     CommandContext,
@@ -41,7 +40,6 @@ from sink.cli.result_views import (
     result_document,
     skipped_document,
 )
-from sink.compiler import Diagnostic
 from sink.contracts.errors import ExitClass
 from sink.runtime.bundle import export_bundle
 from sink.runtime.composition import Locations, RunSettings
@@ -98,15 +96,6 @@ def settings(worker: str | None, lease_seconds: float, wait: bool) -> RunSetting
                        lease_ttl=timedelta(seconds=lease_seconds))
 
 
-def scope_of(scope_from: str, scope_to: str, output: OutputFormat) -> tuple[date, date]:
-    start, end = _parse_date(scope_from, "--scope-from", output), _parse_date(scope_to, "--scope-to", output)
-    if start >= end:
-        fail([Diagnostic("cli.invalid_scope", "--scope-from/--scope-to",
-                         "the scope is [from, to) and must not be empty or reversed: --scope-to must be after "
-                         "--scope-from")], output)
-    return start, end
-
-
 @app.command()
 def run(
     workload: WorkloadArg,
@@ -129,7 +118,7 @@ def run(
 ) -> None:
     """Deliver one scheduled interval end to end: freeze, plan, seal, admit, submit, observe, verify."""
     plan = _compile(workload, profiles_dir, bindings_dir, environment, output)
-    start, end = scope_of(scope_from, scope_to, output)
+    start, end = parse_scope(scope_from, scope_to, output)
     where = locations(state_dir, journal, artifacts)
     outcome = guarded(output, lambda: run_delivery(
         plan, start, end, workload_dir=workload.resolve().parent, locations=where,
@@ -201,7 +190,7 @@ def bundle(
 ) -> None:
     """Seal an interval offline and export each child's exact request (for baseline comparisons)."""
     plan = _compile(workload, profiles_dir, bindings_dir, environment, output)
-    start, end = scope_of(scope_from, scope_to, output)
+    start, end = parse_scope(scope_from, scope_to, output)
     document = guarded(output, lambda: export_bundle(plan, start, end, workload_dir=workload.resolve().parent,
                                                      out=out))
     if output is OutputFormat.JSON:

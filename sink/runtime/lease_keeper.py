@@ -27,6 +27,8 @@ from sink.journal.port import DeliveryJournalPort, JournalError, LeaseUnavailabl
 from sink.journal.records import LeaseKind, LeaseRequest
 
 MIN_RENEW_EVERY_S = 0.05
+LOST = -1
+"""Stands for "another owner holds it": never a fencing token (they start at 1)."""
 
 
 @dataclass
@@ -57,6 +59,10 @@ class LeaseKeeper:
     @property
     def owner(self) -> str:
         return self._owner
+
+    @property
+    def renew_every_s(self) -> float:
+        return self._every
 
     def acquire(self, kind: LeaseKind, subject: str) -> int:
         """Take or renew the lease now (LeaseUnavailable when another live owner holds it)."""
@@ -113,11 +119,11 @@ class LeaseKeeper:
             try:
                 token = self.acquire(held.kind, held.subject)
             except LeaseUnavailable:
-                token = None  # another live owner holds it now
+                token = LOST  # another live owner holds it now
             except JournalError:
                 continue  # the journal is unreachable for a moment: the next round tries again
             with self._lock:
-                if token is not None and token in (held.token, held.token + 1):
+                if token in (held.token, held.token + 1):
                     held.token = token
                 else:
                     held.lost = True

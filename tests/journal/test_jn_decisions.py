@@ -167,16 +167,28 @@ def test_operator_decisions_are_refused_where_they_do_not_apply(journal_env: Jou
         _decide(env, full, OperatorDecisionKind.ABANDON)
     with pytest.raises(JournalRejection, match="no capacity"):
         _decide(env, full, OperatorDecisionKind.TRANSFER_CAPACITY)  # released when it finalized
-    automatic = Actor(ActorKind.AUTOMATIC, WORKER, None)
     lost = step(env.journal, submitting, "request_outcome_unknown")
-    with pytest.raises(TransitionRejected) as not_operator:
-        _decide(env, lost, OperatorDecisionKind.ABANDON, actor=automatic)
-    assert not_operator.value.reason is RejectionReason.OPERATOR_REQUIRED
+    # An operator decision needs both an operator and a reconciliation id.
+    for actor in (Actor(ActorKind.AUTOMATIC, WORKER, None), Actor(ActorKind.AUTOMATIC, WORKER, "rc-7"),
+                  Actor(ActorKind.OPERATOR, "alice", None)):
+        with pytest.raises(TransitionRejected) as not_operator:
+            _decide(env, lost, OperatorDecisionKind.ABANDON, actor=actor)
+        assert not_operator.value.reason is RejectionReason.OPERATOR_REQUIRED
     with pytest.raises(TransitionRejected) as stale:
         env.journal.record_operator_decision(OperatorDecisionRequest(
             lost.operation_id, OperatorDecisionKind.ABANDON, lost.revision - 1, _operator("rc-9"), digest("e")))
     assert stale.value.reason is RejectionReason.STALE_REVISION
     assert env.journal.list_operator_decisions(lost.operation_id) == ()
+
+
+def test_a_child_waiting_to_retry_may_be_abandoned(journal_env: JournalEnv) -> None:
+    env = journal_env
+    env.journal.configure_capacity(CAPACITY, 4)
+    admitted = env.journal.admit_parent(admission("p", [child(0, day(1), day(8), key="p.c0")]))
+    op = submit(env.journal, env.markers, seal(env.journal, admitted.children[0])).operation
+    waiting = step(env.journal, op, "request_not_started_retry")
+    assert waiting.axes.execution_state is ExecutionState.RETRY_WAIT
+    assert _decide(env, waiting, OperatorDecisionKind.ABANDON).abandoned
 
 
 def test_capacity_transfer_frees_the_slot_but_keeps_the_fence(journal_env: JournalEnv) -> None:

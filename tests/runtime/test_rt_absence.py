@@ -37,3 +37,7 @@ def test_without_a_fence_absence_needs_the_last_attempt_beyond_the_operation_bou
     assert not proves_absence(EMPTY, EXPECTED, profile=UNFENCED, last_attempt_age_ms=0)
     assert not proves_absence(EMPTY, EXPECTED, profile=UNFENCED, last_attempt_age_ms=TOTAL)
     assert proves_absence(EMPTY, EXPECTED, profile=UNFENCED, last_attempt_age_ms=TOTAL + 1)
+
+
+def test_a_one_row_payload_absent_from_an_empty_scope_is_proven_absent() -> None:
+    assert proves_absence(EMPTY, ExpectedDelivery(rows=1), profile=FENCED, last_attempt_age_ms=0)

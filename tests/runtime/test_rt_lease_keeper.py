@@ -3,6 +3,7 @@ and a lease another worker took meanwhile is given up (lost), never taken back."
 
 from __future__ import annotations
 
+import threading
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -10,9 +11,10 @@ from pathlib import Path
 from rt_ports import Failpoints, JournalClock, RecordingJournal
 
 from sink.journal.markers import FileMarkerStore
-from sink.journal.records import LeaseKind, LeaseRequest
+from sink.journal.port import JournalUnavailable
+from sink.journal.records import Lease, LeaseKind, LeaseRequest
 from sink.journal.sqlite.adapter import open_sqlite_journal
-from sink.runtime.lease_keeper import LeaseKeeper
+from sink.runtime.lease_keeper import MIN_RENEW_EVERY_S, LeaseKeeper
 
 TTL = timedelta(seconds=30)
 OP = "op_1"
@@ -99,6 +101,61 @@ def test_the_background_keeper_renews_on_the_database_clock_while_the_step_runs(
         time.sleep(1.0)  # after the step: no more renewals, the lease runs out
         lease = journal.get_lease(LeaseKind.OBSERVATION, OP)
         assert lease is not None and lease.expires_at <= journal.now()
+    finally:
+        keeper.close()
+        journal.close()
+
+
+def test_renewals_come_every_third_of_the_lease_and_never_faster_than_the_floor(tmp_path: Path) -> None:
+    journal = _journal(tmp_path, JournalClock())
+    assert LeaseKeeper(journal, "w", timedelta(seconds=30)).renew_every_s == 10.0
+    assert LeaseKeeper(journal, "w", timedelta(seconds=1)).renew_every_s == 1 / 3
+    assert LeaseKeeper(journal, "w", TTL, renew_every_s=0.001).renew_every_s == MIN_RENEW_EVERY_S
+    assert LeaseKeeper(journal, "w", TTL, renew_every_s=2.0).renew_every_s == 2.0
+
+
+def test_a_lease_never_held_is_not_lost(tmp_path: Path) -> None:
+    keeper = LeaseKeeper(_journal(tmp_path, JournalClock()), "w", TTL, renew_every_s=3600)
+    assert keeper.lost(LeaseKind.MUTATION, "op_never") is False
+
+
+class _FlakyFor(RecordingJournal):
+    """The journal is unreachable for one lease subject only (a moment's outage of its row's call)."""
+
+    def __init__(self, *args: object, down_for: str, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.down_for = down_for
+
+    def acquire_lease(self, request: LeaseRequest) -> Lease:
+        if request.subject_id == self.down_for and self.down:
+            raise JournalUnavailable("down for a moment")
+        return super().acquire_lease(request)
+
+    down = False
+
+
+def test_an_unreachable_journal_for_one_lease_does_not_stop_renewing_the_others(tmp_path: Path) -> None:
+    clock = JournalClock()
+    journal = _FlakyFor(tmp_path / "journal.sqlite3", markers=FileMarkerStore(tmp_path / "markers"), clock=clock,
+                        down_for="op_a")
+    keeper = LeaseKeeper(journal, "worker-1", TTL, renew_every_s=3600)
+    with keeper.held(LeaseKind.MUTATION, "op_a"), keeper.held(LeaseKind.MUTATION, "op_b"):
+        clock.advance(20)
+        journal.down = True
+        keeper.renew_once()
+        renewed = journal.get_lease(LeaseKind.MUTATION, "op_b")
+        assert renewed is not None and renewed.expires_at == clock.now + TTL
+        assert not keeper.lost(LeaseKind.MUTATION, "op_a"), "an outage is not another owner"
+    keeper.close()
+
+
+def test_the_keeper_thread_is_a_named_daemon(tmp_path: Path) -> None:
+    journal = open_sqlite_journal(tmp_path / "journal.sqlite3", markers=FileMarkerStore(tmp_path / "markers"))
+    keeper = LeaseKeeper(journal, "worker-1", timedelta(seconds=30))
+    try:
+        with keeper.held(LeaseKind.MUTATION, OP):
+            [thread] = [t for t in threading.enumerate() if t.name == "restproof-lease-keeper"]
+            assert thread.daemon, "a worker that never closes its keeper can still exit"
     finally:
         keeper.close()
         journal.close()

@@ -120,3 +120,18 @@ def _sink(operator: Operator) -> dict[str, object]:
     sink = document["sink"]
     assert isinstance(sink, dict)
     return sink
+
+
+def test_the_overlapping_generation_runbook_ends_completed_in_two_commands(operator: Operator) -> None:
+    _leave_unknown(operator)
+    older = operator.run(SYNC, "2026-03-01", "2026-03-05").document["parent_id"]  # blocked, unchanged
+    newer = operator.run(SYNC, "2026-03-01", "2026-03-07", "--correction-revision", "1")
+    assert newer.code == 4 and newer.document["error_code"] == "REST_DELIVERY_OVERLAPPING_EFFECT_IN_FLIGHT"
+    # 1. Resolve the older one (the server's 503 answered before forwarding: absence is proven).
+    reconciled = operator.delivery("reconcile", "--operation-id", older, "--apply")
+    assert {item["outcome"] for item in reconciled.document["reconciled"]} == {"absence_proven"}, \
+        reconciled.stderr
+    # 2. The newer generation goes.
+    resumed = operator.delivery("resume", "--operation-id", newer.document["parent_id"], "--apply")
+    assert resumed.code == 0, resumed.stderr
+    assert all(c["status"] == "completed" for c in resumed.children)
