@@ -29,7 +29,13 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from sink.journal.durability import REQUIRED_SYNCHRONOUS_COMMIT, Durability, check_postgres_settings
-from sink.journal.port import JournalUnavailable, UnavailableOutcome, ZeroRpoNotProven
+from sink.journal.port import (
+    JournalRejection,
+    JournalUnavailable,
+    RejectionReason,
+    UnavailableOutcome,
+    ZeroRpoNotProven,
+)
 from sink.journal.postgres.rows import Row
 from sink.journal.postgres.zero_rpo import (
     SyncQuorumUnavailable,
@@ -164,6 +170,8 @@ class JournalConnections:
         """One transaction. `critical` ones are pinned durable (and need the synchronous quorum in
         zero-RPO mode); the others commit with the server's settings (locally in zero-RPO mode):
         they are re-observable or fenced by a later critical CAS."""
+        if self._read_only:
+            raise JournalRejection(RejectionReason.INVALID_REQUEST, f"the journal was opened read-only ({name})")
         phase = _Phase(name)
         with self.connection(phase) as conn:
             if critical and self.zero_rpo is not None:

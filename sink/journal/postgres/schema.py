@@ -127,7 +127,7 @@ def existing_schema(dsn: str, schema: str, connect_timeout_s: float) -> tuple[in
     with psycopg.connect(dsn, connect_timeout=max(1, int(connect_timeout_s)), autocommit=True) as conn:
         conn.execute("SET default_transaction_read_only = on")
         found = conn.execute(
-            "SELECT to_regclass(format('%I.%I', %s::text, %s::text)) IS NOT NULL, "
+            "SELECT to_regclass(format('%%I.%%I', %s::text, %s::text)) IS NOT NULL, "
             "(SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
             "WHERE e.extname = 'btree_gist')", (schema, SCHEMA_VERSION_TABLE),
         ).fetchone()
