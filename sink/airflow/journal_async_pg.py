@@ -189,7 +189,7 @@ class AsyncPostgresJournal:
                               (operation_id, observation_ordinal, acknowledgement_state.value, evidence_digest))
             observed = await cur.fetchone()
             assert observed is not None
-            await cur.execute(COUNT_OBSERVATION_SQL, (operation_id,))
+            await cur.execute(COUNT_OBSERVATION_SQL, (None, operation_id))  # no next-check: due at once
         return Observation(operation_id, observation_ordinal, acknowledgement_state, evidence_digest,
                            observed["observed_at"])
 
@@ -217,7 +217,8 @@ class AsyncPostgresJournal:
                                           rejection=TransitionRejected)
             await cur.execute(CAS_AXES_SQL, cas_axes_params(
                 row, chosen.target, transition_id=chosen.id, actor_kind=request.actor.kind.value,
-                actor_id=request.actor.actor_id, reconciliation_id=None, evidence_digest=request.evidence_digest))
+                actor_id=request.actor.actor_id, reconciliation_id=None, evidence_digest=request.evidence_digest,
+                decision=request.decision, facts=request.facts, next_check_after=request.next_check_after))
             if await cur.fetchone() is None:
                 raise TransitionRejected(RejectionReason.STALE_REVISION, f"operation {row.operation_id} changed")
             updated = await self._operation(cur, row.operation_id)

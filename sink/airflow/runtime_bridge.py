@@ -4,8 +4,8 @@ The operator calls ``submit_or_resume`` (first execution, a task retry, a cleare
 ``resume`` (after the trigger fired); both go through the runtime's public entry points
 (``run_delivery`` / ``resume_delivery`` with ``wait_for_async=False``: a pending async child is
 returned, never polled on the worker) and answer with the seed's continuation result,
-``DeliveryCompleted | DeliveryPending | DeliveryBlocked``, built from the runtime's redacted result
-view (ids, axes, codes and counts; no payload, body or secret). Every failure the runtime
+``DeliveryCompleted | DeliveryPending | DeliveryBlocked``, built from the runtime's typed result
+(ids, axes, codes and counts; no payload, body or secret). Every failure the runtime
 catalogues becomes a ``DeliveryBlocked`` with its stable code and exit class, as ``delivery``
 reports it; only a defect escapes as an exception.
 """
@@ -13,7 +13,7 @@ reports it; only a defect escapes as an exception.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
@@ -64,28 +64,26 @@ def worker_owner(*parts: object) -> str:
     return (cleaned or "airflow")[:200]
 
 
-def result_of(view: Mapping[str, Any]) -> DeliveryResult:
-    """The continuation result of a runtime result view (``restproof.delivery_result.v1``)."""
-    parent_id = str(view["parent_id"])
-    children = list(view.get("children", []))
-    exit_code = int(view.get("exit_code", EXIT_OK))
-    pending = [child for child in children if child.get("status") == "pending"]
-    if pending and exit_code == EXIT_OK:
-        return DeliveryPending(parent_id, str(pending[0]["operation_id"]))
-    if exit_code == EXIT_OK and children and all(child.get("status") == "completed" for child in children):
-        frontier = view.get("frontier") or {}
-        order = frontier.get("frontier_order")
-        return DeliveryCompleted(parent_id, tuple(str(c["operation_id"]) for c in children),
-                                 None if order is None else int(order))
-    worst = next((c for c in children if int(c.get("exit_class", 0)) == exit_code and c.get("status") != "completed"),
-                 None)
-    if exit_code == EXIT_OK:  # nothing blocked, nothing pending, not all completed: not reached yet
-        return DeliveryBlocked(parent_id, None, None, EXIT_UNAVAILABLE)
-    return DeliveryBlocked(parent_id, None if worst is None else str(worst["operation_id"]),
-                           None if worst is None else worst.get("error_code"), exit_code)
+def result_of(result: Any) -> DeliveryResult:
+    """The continuation result of the runtime's typed result (``sink.contracts.results``), or of
+    ``DeliverySkipped`` (an empty interval: nothing admitted, nothing to wait for)."""
+    outcome = getattr(result, "outcome", None)
+    if outcome is None:  # DeliverySkipped
+        return DeliveryCompleted("", (), None)
+    parent_id = str(result.parent_id)
+    if outcome == "completed":
+        return DeliveryCompleted(parent_id, tuple(str(child.operation_id) for child in result.children),
+                                 result.frontier_order)
+    if outcome == "pending":
+        if result.continuation_kind == "poll_receipt":
+            return DeliveryPending(parent_id, str(result.operation_id))
+        # Admitted children not sent yet (a slot or a lease was busy): the same call later goes on.
+        return DeliveryBlocked(parent_id, str(result.operation_id), None, EXIT_UNAVAILABLE)
+    code = None if result.error_code is None else str(result.error_code.value)
+    return DeliveryBlocked(parent_id, str(result.operation_id), code, int(result.exit_class))
 
 
-def _guarded(action: Callable[[], tuple[dict[str, Any], Any]]) -> DeliveryResult:
+def _guarded(action: Callable[[], Any]) -> DeliveryResult:
     """Map every catalogued failure to its code and exit class, as the ``delivery`` CLI does."""
     from sink.artifacts.port import ArtifactError  # noqa: PLC0415
     from sink.compiler.diagnostics import CompileError  # noqa: PLC0415
@@ -101,7 +99,7 @@ def _guarded(action: Callable[[], tuple[dict[str, Any], Any]]) -> DeliveryResult
     from sink.source.errors import SourceError  # noqa: PLC0415
 
     try:
-        view, _ = action()
+        result = action()
     except CompileError as exc:
         return DeliveryBlocked(None, None, exc.diagnostics[0].code, EXIT_INVALID)
     except DeliveryError as exc:
@@ -118,13 +116,14 @@ def _guarded(action: Callable[[], tuple[dict[str, Any], Any]]) -> DeliveryResult
         return DeliveryBlocked(None, None, f"journal.{exc.reason.value}", EXIT_UNKNOWN)
     except (JournalError, ArtifactError, OSError):
         return DeliveryBlocked(None, None, "delivery.unavailable", EXIT_UNAVAILABLE)
-    return result_of(view)
+    return result_of(result)
 
 
 def _locations(locator: JournalLocator) -> Any:
-    from sink.runtime.composition import Locations  # noqa: PLC0415
+    from sink.runtime.composition import Locations, parse_journal  # noqa: PLC0415
 
-    return Locations(locator.journal, Path(locator.artifacts), Path(locator.markers), pg_schema=locator.pg_schema)
+    return Locations(parse_journal(locator.journal), Path(locator.artifacts), Path(locator.markers),
+                     pg_schema=locator.pg_schema)
 
 
 def _settings(worker_id: str, lease_ttl: timedelta) -> Any:
@@ -141,7 +140,7 @@ def submit_or_resume(workload: Path, scope_from: date, scope_to: date, *, locato
     from sink.compiler import compile_files, default_paths  # noqa: PLC0415
     from sink.runtime.service import run_delivery  # noqa: PLC0415
 
-    def action() -> tuple[dict[str, Any], Any]:
+    def action() -> Any:
         plan = compile_files(default_paths(workload))
         return run_delivery(plan, scope_from, scope_to, workload_dir=workload.resolve().parent,
                             locations=_locations(locator), settings=_settings(worker_id, lease_ttl),
@@ -157,10 +156,3 @@ def resume(operation_id: str, *, locator: JournalLocator, worker_id: str,
 
     return _guarded(lambda: resume_delivery(operation_id, locations=_locations(locator),
                                             settings=_settings(worker_id, lease_ttl)))
-
-
-def journal_view(operation_id: str, *, locator: JournalLocator) -> dict[str, Any]:
-    """The runtime's redacted inspection of the operation (read-only)."""
-    from sink.runtime.service import inspect_operation  # noqa: PLC0415
-
-    return inspect_operation(operation_id, locations=_locations(locator))

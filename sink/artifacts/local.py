@@ -93,9 +93,15 @@ class LocalFileArtifact:
 
 
 class LocalArtifactStore:
-    def __init__(self, root: Path | str, *, chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> None:
+    def __init__(self, root: Path | str, *, chunk_bytes: int = DEFAULT_CHUNK_BYTES, create: bool = True) -> None:
+        """``create=False`` opens an existing store without creating anything (read-only commands):
+        a missing store raises ArtifactMissing."""
         self.root = Path(root)
         self._chunk_bytes = chunk_bytes
+        if not create:
+            if not (self.root / "objects").is_dir():
+                raise ArtifactMissing(f"no artifact store at {self.root}")
+            return
         for sub in ("objects/sha256", "roots", "tmp"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
 

@@ -13,7 +13,13 @@ import sys
 
 import typer
 
-from sink.cli import gc_command, plan_commands, preview, runtime_commands  # noqa: F401 - registers the commands
+from sink.cli import (  # noqa: F401 - registers the commands
+    gc_command,
+    operator_commands,
+    plan_commands,
+    preview,
+    runtime_commands,
+)
 from sink.cli.common import INTERNAL_ERROR_EXIT, PLAN_VIEW_SCHEMA, app, emit_json
 from sink.cli.plan_commands import plan_view
 from sink.contracts.errors import ExitClass

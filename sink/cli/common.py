@@ -82,6 +82,14 @@ def parse_date(value: str, option: str, output: OutputFormat) -> date:
         fail([Diagnostic("cli.invalid_argument", option, "expected a date as YYYY-MM-DD")], output)
 
 
+def parse_scope(scope_from: str, scope_to: str, output: OutputFormat) -> tuple[date, date]:
+    """The half-open scope ``[from, to)``; an empty or reversed one is ``cli.invalid_scope`` (exit 2)."""
+    start, end = parse_date(scope_from, "--scope-from", output), parse_date(scope_to, "--scope-to", output)
+    if start >= end:
+        fail([Diagnostic("cli.invalid_scope", "--scope-from/--scope-to",
+                         "the scope is [from, to) and must not be empty or reversed: --scope-to must be after "
+                         "--scope-from")], output)
+    return start, end
 
 
 def fail_with(code: str, location: str, message: str, exit_class: ExitClass, output: OutputFormat, *,

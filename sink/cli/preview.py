@@ -10,13 +10,12 @@ a temporary directory removed afterwards. A progress line on stderr for large so
 from __future__ import annotations
 
 import sys
-import tempfile
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from sink.artifacts import ArtifactError, LocalArtifactStore
+from sink.artifacts import ArtifactError
 from sink.cli.common import (
     BindingsOpt,
     EnvironmentOpt,
@@ -29,7 +28,7 @@ from sink.cli.common import (
     emit_json,
     fail,
     fail_with,
-    parse_date,
+    parse_scope,
 )
 from sink.compiler import CompileError, Diagnostic
 from sink.contracts.errors import DeliveryError, ExitClass
@@ -38,6 +37,7 @@ from sink.identity import semantic_headers
 from sink.payload.compression import CompressionUnavailable
 from sink.preparation import build_topology, seal_all
 from sink.preparation.sealing import SealedTopology
+from sink.runtime.composition import open_offline
 from sink.source import SourceError, source_port
 
 PREVIEW_SCHEMA = "restproof.delivery_preview.v1"
@@ -165,14 +165,12 @@ def preview(
 ) -> None:
     """Freeze, plan and seal offline; print every child's scope, sizes, digests and request metadata."""
     plan = compile_workload(workload, profiles_dir, bindings_dir, environment, output)
-    start = parse_date(scope_from, "--scope-from", output)
-    end = parse_date(scope_to, "--scope-to", output)
+    start, end = parse_scope(scope_from, scope_to, output)
     if plan.workload.source is None:
         fail([Diagnostic("contract.missing_field", _location(workload), "preview needs the workload's source")],
              output)
     meter = _Progress(progress)
-    with tempfile.TemporaryDirectory(prefix="restproof-preview-") as scratch:
-        store = LocalArtifactStore(artifacts_dir if artifacts_dir is not None else Path(scratch))
+    with open_offline(artifacts_dir) as store:
         try:
             port = source_port(plan.workload.source, workload.absolute().parent)
             topology = seal_all(plan, start, end, source=port, store=store, correction_revision=correction_revision,

@@ -1,25 +1,25 @@
-"""``delivery run / resume / inspect / reconcile``: the commands that reach a receiver.
+"""``delivery run / resume / inspect / bundle``: the commands that deliver (and look at deliveries).
 
-Exit codes are the seed's table: 0 completed (also a successful inspection of a failed operation),
-2 invalid input or intent conflict, 3 journal/artifact/credential/receiver unavailable, 4 effect
-unknown or partial (manual authority required), 5 proven terminal receiver failure. ``--format json``
-writes one stable, redacted object to stdout; progress and diagnostics go to stderr.
+Exit codes are the seed's table: 0 completed, pending or skipped (also a successful inspection of a
+failed operation), 2 invalid input or intent conflict, 3 journal/artifact/credential/receiver
+unavailable or another live worker holds the child (run again later), 4 effect unknown or partial
+(manual authority required), 5 nothing can be done automatically. ``--format json`` writes one
+stable, redacted object to stdout; progress and diagnostics go to stderr. The result of ``run``,
+``resume`` and ``inspect`` is read from the journal, so the three agree for the same journal state.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import sys
 from datetime import timedelta
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
 
-from sink.artifacts.port import ArtifactError
 from sink.cli.common import (
     BindingsOpt,
     EnvironmentOpt,
@@ -28,18 +28,22 @@ from sink.cli.common import (
     ProfilesOpt,
     WorkloadArg,
     app,
+    emit_json,
+    parse_scope,
 )
 from sink.cli.common import compile_workload as _compile
-from sink.cli.common import parse_date as _parse_date
-from sink.contracts.errors import DeliveryError, ExitClass
-from sink.journal.port import JournalConfigurationError, JournalError, JournalRejection, JournalUnavailable
+from sink.cli.guarded import guarded
+from sink.cli.result_views import (
+    CommandContext,
+    inspection_document,
+    render_text,
+    result_document,
+    skipped_document,
+)
+from sink.contracts.errors import ExitClass
 from sink.runtime.bundle import export_bundle
-from sink.runtime.composition import Locations
-from sink.runtime.failpoints import FailpointConfigError
-from sink.runtime.reconcile import Guards, ReconcileRefused, reconcile_child
-from sink.runtime.service import RunSettings, UnknownOperation, inspect_operation, resume_delivery, run_delivery
-from sink.security.errors import SecurityRefusal
-from sink.source.errors import SourceError
+from sink.runtime.composition import Locations, RunSettings
+from sink.runtime.service import DeliverySkipped, inspect_operation, pinned_plan, resume_delivery, run_delivery
 
 StateDirOpt = Annotated[
     Path, typer.Option("--state-dir", help="Directory of the embedded journal, artifacts and markers.")
@@ -60,55 +64,36 @@ class WaitMode(StrEnum):
     DETACH = "detach"
 
 
-def _emit(document: dict[str, Any], output: OutputFormat) -> None:
+ModeOpt = Annotated[WaitMode, typer.Option(
+    "--mode", help="wait: observe async jobs here until they end; detach: return pending (run) or make one "
+                   "bounded observation pass (resume)."),
+]
+
+
+def emit(document: dict[str, Any], output: OutputFormat) -> None:
     if output is OutputFormat.JSON:
-        sys.stdout.write(json.dumps(document, sort_keys=True, ensure_ascii=False) + "\n")
-        return
-    for child in document.get("children", []):
-        error = child.get("error_code") or ""
-        sys.stdout.write(f"child {child['ordinal']}: {child['status']} {child['axes']['remote_effect']} {error}\n")
-    if "exit_code" in document:
-        sys.stdout.write(f"exit {document['exit_code']}\n")
+        emit_json(document)
+    else:
+        sys.stdout.write(render_text(document))
 
 
-def _refuse(code: str, message: str, exit_class: ExitClass, output: OutputFormat) -> NoReturn:
-    sys.stderr.write(f"error[{code}] {message}\n")
-    if output is OutputFormat.JSON:
-        sys.stdout.write(json.dumps({"ok": False, "exit_code": int(exit_class),
-                                     "errors": [{"code": code, "message": message}]}, sort_keys=True) + "\n")
-    raise typer.Exit(int(exit_class))
+def locations(state_dir: Path, journal: str | None, artifacts: Path | None) -> Locations:
+    return Locations.under(state_dir, journal, artifacts)
 
 
-def _locations(state_dir: Path, journal: str | None, artifacts: Path | None) -> Locations:
-    base = Locations.under(state_dir, journal)
-    return Locations(base.journal, artifacts or base.artifacts, base.markers)
+def context(state_dir: Path, journal: str | None, artifacts: Path | None,
+            workload: Path | None = None) -> CommandContext:
+    where = ["--state-dir", str(state_dir)]
+    if journal is not None:
+        where += ["--journal", locations(state_dir, journal, artifacts).journal.describe()]
+    if artifacts is not None:
+        where += ["--artifacts", str(artifacts)]
+    return CommandContext(tuple(where), None if workload is None else str(workload))
 
 
-def _settings(worker: str | None, lease_seconds: float, wait: bool) -> RunSettings:
+def settings(worker: str | None, lease_seconds: float, wait: bool) -> RunSettings:
     return RunSettings(worker_id=worker or f"{socket.gethostname()}-{os.getpid()}"[:120], wait_for_async=wait,
                        lease_ttl=timedelta(seconds=lease_seconds))
-
-
-def _guarded(output: OutputFormat, action: Any) -> tuple[dict[str, Any], ExitClass]:
-    """Map every catalogued failure to its exit class with one line; never a traceback."""
-    try:
-        result: tuple[dict[str, Any], ExitClass] = action()
-        return result
-    except DeliveryError as exc:
-        _refuse(exc.code.value, exc.detail, exc.spec.exit_class, output)
-    except (SourceError, ReconcileRefused, FailpointConfigError, JournalConfigurationError) as exc:
-        _refuse(getattr(exc, "code", "delivery.invalid_input"), str(exc), ExitClass.INVALID_INPUT, output)
-    except SecurityRefusal as exc:
-        _refuse(exc.code, exc.detail, exc.exit_class, output)
-    except UnknownOperation as exc:
-        _refuse("delivery.unknown_operation", str(exc), ExitClass.INVALID_INPUT, output)
-    except JournalUnavailable as exc:
-        _refuse(exc.code.value, "journal unavailable; nothing was sent after an unconfirmed commit",
-                ExitClass.UNAVAILABLE, output)
-    except JournalRejection as exc:
-        _refuse(f"journal.{exc.reason.value}", exc.detail, ExitClass.EFFECT_UNKNOWN_OR_MANUAL, output)
-    except (JournalError, ArtifactError, OSError) as exc:
-        _refuse("delivery.unavailable", type(exc).__name__, ExitClass.UNAVAILABLE, output)
 
 
 @app.command()
@@ -117,14 +102,15 @@ def run(
     *,
     scope_from: Annotated[str, typer.Option("--scope-from", help="First day (YYYY-MM-DD).", show_default=False)],
     scope_to: Annotated[str, typer.Option("--scope-to", help="Exclusive end day (YYYY-MM-DD).", show_default=False)],
+    correction_revision: Annotated[int, typer.Option(
+        "--correction-revision", min=0, max=2**31 - 1,
+        help="Deliver the interval again as an explicit new generation (replaces an earlier one).")] = 0,
     state_dir: StateDirOpt = Path(".restproof"),
     journal: JournalOpt = None,
     artifacts: ArtifactsOpt = None,
     worker_id: WorkerOpt = None,
     lease_seconds: LeaseOpt = 30.0,
-    mode: Annotated[
-        WaitMode, typer.Option("--mode", help="wait: poll async children here; detach: return pending.")
-    ] = WaitMode.WAIT,
+    mode: ModeOpt = WaitMode.WAIT,
     profiles_dir: ProfilesOpt = None,
     bindings_dir: BindingsOpt = None,
     environment: EnvironmentOpt = None,
@@ -132,13 +118,18 @@ def run(
 ) -> None:
     """Deliver one scheduled interval end to end: freeze, plan, seal, admit, submit, observe, verify."""
     plan = _compile(workload, profiles_dir, bindings_dir, environment, output)
-    start, end = _parse_date(scope_from, "--scope-from", output), _parse_date(scope_to, "--scope-to", output)
-    locations = _locations(state_dir, journal, artifacts)
-    settings = _settings(worker_id, lease_seconds, mode is WaitMode.WAIT)
-    view, exit_class = _guarded(output, lambda: run_delivery(
-        plan, start, end, workload_dir=workload.resolve().parent, locations=locations, settings=settings))
-    _emit(view, output)
-    raise typer.Exit(int(exit_class))
+    start, end = parse_scope(scope_from, scope_to, output)
+    where = locations(state_dir, journal, artifacts)
+    outcome = guarded(output, lambda: run_delivery(
+        plan, start, end, workload_dir=workload.resolve().parent, locations=where,
+        settings=settings(worker_id, lease_seconds, mode is WaitMode.WAIT), correction_revision=correction_revision))
+    if isinstance(outcome, DeliverySkipped):
+        emit(skipped_document(outcome), output)
+        raise typer.Exit(0)
+    shown = context(state_dir, journal, artifacts, workload)
+    emit(result_document(outcome, CommandContext(shown.where, shown.workload, plan.binding.credential_ref),
+                         correction_revision=correction_revision), output)
+    raise typer.Exit(int(outcome.exit_class))
 
 
 @app.command()
@@ -151,19 +142,22 @@ def resume(
     artifacts: ArtifactsOpt = None,
     worker_id: WorkerOpt = None,
     lease_seconds: LeaseOpt = 30.0,
-    mode: Annotated[WaitMode, typer.Option("--mode")] = WaitMode.WAIT,
+    mode: ModeOpt = WaitMode.WAIT,
     output: FormatOpt = OutputFormat.TEXT,
 ) -> None:
     """Continue an admitted parent from the journal and its pinned artifacts only (never a manifest)."""
-    locations = _locations(state_dir, journal, artifacts)
+    where, shown = locations(state_dir, journal, artifacts), context(state_dir, journal, artifacts)
     if not apply:
-        view = _guarded(output, lambda: (inspect_operation(operation_id, locations=locations), ExitClass.OK))[0]
-        _emit({**view, "applied": False}, output)
+        view = guarded(output, lambda: inspect_operation(operation_id, locations=where))
+        emit({**inspection_document(view, shown), "applied": False}, output)
         raise typer.Exit(0)
-    settings = _settings(worker_id, lease_seconds, mode is WaitMode.WAIT)
-    view, exit_class = _guarded(output, lambda: resume_delivery(operation_id, locations=locations, settings=settings))
-    _emit(view, output)
-    raise typer.Exit(int(exit_class))
+    result = guarded(output, lambda: resume_delivery(
+        operation_id, locations=where, settings=settings(worker_id, lease_seconds, mode is WaitMode.WAIT)))
+    if any(child.reason == "credential_unavailable" for child in result.children):
+        plan, _ = guarded(output, lambda: pinned_plan(where, operation_id))
+        shown = CommandContext(shown.where, None, plan.binding.credential_ref)
+    emit(result_document(result, shown, resumed=True), output)
+    raise typer.Exit(int(result.exit_class))
 
 
 @app.command()
@@ -176,33 +170,10 @@ def inspect(
     output: FormatOpt = OutputFormat.TEXT,
 ) -> None:
     """Every axis, child and frontier position, attempts, receipt and allowed next actions (read-only)."""
-    locations = _locations(state_dir, journal, artifacts)
-    view, _ = _guarded(output, lambda: (inspect_operation(operation_id, locations=locations), ExitClass.OK))
-    _emit(view, output)
+    where = locations(state_dir, journal, artifacts)
+    view = guarded(output, lambda: inspect_operation(operation_id, locations=where))
+    emit(inspection_document(view, context(state_dir, journal, artifacts)), output)
     raise typer.Exit(0)
-
-
-@app.command()
-def reconcile(
-    operation_id: OperationOpt,
-    *,
-    apply: Annotated[bool, typer.Option("--apply", help="Record the reconciliation (append-only).")] = False,
-    operator: Annotated[str, typer.Option("--operator", help="Who decides (audited).")] = "operator",
-    expected_profile_contract_digest: Annotated[str | None, typer.Option("--expected-profile-contract-digest")] = None,
-    expected_mutation_intent_digest: Annotated[str | None, typer.Option("--expected-mutation-intent-digest")] = None,
-    state_dir: StateDirOpt = Path(".restproof"),
-    journal: JournalOpt = None,
-    artifacts: ArtifactsOpt = None,
-    output: FormatOpt = OutputFormat.TEXT,
-) -> None:
-    """Refine an unknown or partial effect from read-only receiver proof, as an operator."""
-    locations = _locations(state_dir, journal, artifacts)
-    guards = Guards(expected_profile_contract_digest, expected_mutation_intent_digest)
-    settings = _settings(None, 30.0, True)
-    view, exit_class = _guarded(output, lambda: reconcile_child(
-        operation_id, locations=locations, settings=settings, operator_id=operator, guards=guards, apply=apply))
-    _emit(view, output)
-    raise typer.Exit(int(exit_class))
 
 
 @app.command()
@@ -219,11 +190,11 @@ def bundle(
 ) -> None:
     """Seal an interval offline and export each child's exact request (for baseline comparisons)."""
     plan = _compile(workload, profiles_dir, bindings_dir, environment, output)
-    start, end = _parse_date(scope_from, "--scope-from", output), _parse_date(scope_to, "--scope-to", output)
-    document, _ = _guarded(output, lambda: (export_bundle(plan, start, end, workload_dir=workload.resolve().parent,
-                                                          out=out), ExitClass.OK))
+    start, end = parse_scope(scope_from, scope_to, output)
+    document = guarded(output, lambda: export_bundle(plan, start, end, workload_dir=workload.resolve().parent,
+                                                     out=out))
     if output is OutputFormat.JSON:
-        sys.stdout.write(json.dumps(document, sort_keys=True) + "\n")
+        emit_json(document)
     else:
         sys.stdout.write(f"{len(document['children'])} requests in {out}\n")
-    raise typer.Exit(0)
+    raise typer.Exit(int(ExitClass.OK))

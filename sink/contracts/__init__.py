@@ -53,6 +53,8 @@ from sink.contracts.profile_request import (
     ScalarPart,
 )
 from sink.contracts.results import (
+    ChildResult,
+    ChildStatus,
     DeliveryBlocked,
     DeliveryCompleted,
     DeliveryPending,
@@ -99,6 +101,8 @@ __all__ = [
     "AcknowledgementState",
     "AuthProvider",
     "CheckpointState",
+    "ChildResult",
+    "ChildStatus",
     "CompiledPlan",
     "ConnectionBinding",
     "CsvBody",

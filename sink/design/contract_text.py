@@ -107,7 +107,9 @@ INVARIANTS: list[dict[str, str]] = [
          "reconciliation path with a new evidence digest."),
     _inv("safe_retry",
          "SUBMITTING -> RETRY_WAIT requires durable REQUEST_NOT_STARTED proof and remaining retry "
-         "budget; RETRY_WAIT -> SUBMITTING keeps the delivery key and advances attempt_ordinal."),
+         "budget; an operator reconciliation enters RETRY_WAIT only with a certified read-only proof "
+         "of exact absence; RETRY_WAIT -> SUBMITTING keeps the delivery key and advances "
+         "attempt_ordinal."),
     _inv("acknowledgement_preserved",
          "A terminal acknowledgement (SUCCEEDED, FAILED, CANCELLED, EXPIRED, PROTOCOL_UNKNOWN) is "
          "never changed once observed; reconciliation preserves every acknowledgement."),
@@ -135,7 +137,11 @@ CAS_PREDICATES: list[dict[str, str]] = [
     _inv("may_attempt_marker_durable", "The attempt-scoped MAY_ATTEMPT marker is durable."),
     _inv("capacity_reserved", "Remote capacity is reserved in the same critical transaction."),
     _inv("request_not_started_proven", "Transport evidence proves REQUEST_NOT_STARTED."),
-    _inv("retry_budget_remaining", "The submit retry budget has an attempt left."),
+    _inv("retry_budget_remaining",
+         "The submit retry budget of this wake-up (a run or resume) has an attempt left."),
+    _inv("exact_absence_proven",
+         "The profile's certified read-only query proves that no effect of the delivery key exists "
+         "at the receiver, and no earlier attempt of it can still be applied."),
     _inv("retry_after_within_budget", "Any Retry-After lower bound fits the remaining budget."),
     _inv("retry_time_reached", "The scheduled retry time has passed."),
     _inv("retry_unavailable",

@@ -176,7 +176,8 @@ def _pre_transport(b: _Builder) -> None:
            errors=["REST_DELIVERY_RETRY_AFTER_EXCEEDS_BUDGET"])
     b.move("request_outcome_unknown", "submitting", _final_name("NOT_ACCEPTED", "outcome_lost"), auto,
            ["transport_evidence_classified"],
-           errors=["REST_DELIVERY_REMOTE_EFFECT_UNKNOWN", "REST_DELIVERY_UNSAFE_RETRY"])
+           errors=["REST_DELIVERY_REMOTE_EFFECT_UNKNOWN", "REST_DELIVERY_UNSAFE_RETRY",
+                   "REST_DELIVERY_RETRY_AFTER_EXCEEDS_BUDGET"])
 
 
 def _observation(b: _Builder) -> None:
@@ -208,13 +209,22 @@ def _observation(b: _Builder) -> None:
            errors=["REST_DELIVERY_REMOTE_EFFECT_UNKNOWN"])
 
 
+def _errors(ack: str, outcome: str) -> list[str] | None:
+    """An unknown effect behind an expired receipt reports the expiry (seed: "Receipt expiry: retain
+    effect as unknown"; the catalog's action for it is a query by delivery key)."""
+    errors = list(OUTCOME_ERRORS[outcome])
+    if ack == "EXPIRED" and outcome in ("unknown_failed", "unknown_not_provable"):
+        errors.append("REST_DELIVERY_RECEIPT_EXPIRED")
+    return errors or None
+
+
 def _verification_and_reconciliation(b: _Builder) -> None:
     for ack in TERMINAL_ACKS:
         for outcome in _outcomes_for(ack):
             advances = ("highest_applied_generation",) if outcome == "full_eligible" else ()
             b.move(f"verified_{OUTCOME_TRANSITION_SUFFIX[outcome]}", f"verifying_{_lower(ack)}",
                    _final_name(ack, outcome), "automatic", ["verification_evidence_durable"],
-                   advances=advances, errors=OUTCOME_ERRORS[outcome] or None)
+                   advances=advances, errors=_errors(ack, outcome))
     operator_guards = ["operator_authority_audited", "reconciliation_lease_held", "expected_digests_match"]
     for ack in FINAL_ACKS:
         b.move("checkpoint_promoted", _final_name(ack, "full_eligible"), _final_name(ack, "full_promoted"),
@@ -231,7 +241,14 @@ def _verification_and_reconciliation(b: _Builder) -> None:
                 advances = ("highest_applied_generation",) if outcome == "full_eligible" else ()
                 b.move(f"reconciled_{OUTCOME_TRANSITION_SUFFIX[outcome]}", target, _final_name(ack, outcome),
                        "operator_only", [*operator_guards, "new_evidence_digest"], advances=advances,
-                       errors=OUTCOME_ERRORS[outcome] or None)
+                       errors=_errors(ack, outcome))
+            if ack == "NOT_ACCEPTED" and effect_label == "unknown":
+                # Seed ("Safe retry"): a read-only query proving exact absence permits a retry. Only
+                # a request that was never accepted can be sent again: an accepted one keeps its
+                # acknowledgement, and a resend would be a second job.
+                b.move("reconciled_absence_proven", target, "retry_wait", "operator_only",
+                       [*operator_guards, "new_evidence_digest", "exact_absence_proven",
+                        "retry_budget_remaining"])
 
 
 def build_document() -> dict[str, Any]:

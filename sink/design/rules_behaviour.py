@@ -162,11 +162,20 @@ def check_safe_retry(doc: dict[str, Any], graph: ContractGraph) -> list[Finding]
         source, target = graph.tuples[edge.source], graph.tuples[edge.target]
         where = f"/transitions/{edge.index}"
         if target[_E] == "RETRY_WAIT":
-            missing = {"request_not_started_proven", "retry_budget_remaining"} - set(edge.preconditions)
-            if missing or source[_E] != "SUBMITTING" or target[_R] != "NONE_PROVEN":
+            # Two proofs of absence open a retry: the transport's REQUEST_NOT_STARTED for the attempt
+            # just made, or an operator reconciliation's certified read-only proof of exact absence.
+            if source[_E] == "SUBMITTING":
+                proof = "request_not_started_proven"
+            elif edge.kind == "operator_only" and source[_E] == "VERIFYING":
+                proof = "exact_absence_proven"
+            else:
+                proof = None
+            missing = {proof or "request_not_started_proven", "retry_budget_remaining"} - set(edge.preconditions)
+            if missing or proof is None or target[_R] != "NONE_PROVEN":
                 findings.append(_finding("safe_retry", where,
-                                         f"{edge.id} enters RETRY_WAIT without SUBMITTING, NONE_PROVEN and "
-                                         f"preconditions {sorted(missing) or 'present'}"))
+                                         f"{edge.id} enters RETRY_WAIT without SUBMITTING (or an operator "
+                                         f"reconciliation), NONE_PROVEN and preconditions "
+                                         f"{sorted(missing) or 'present'}"))
         if target[_E] == "SUBMITTING" and source[_E] != "SUBMITTING":
             if source[_E] not in ("SEALED", "RETRY_WAIT") or source[_R] != "NONE_PROVEN":
                 findings.append(_finding("safe_retry", where,

@@ -63,8 +63,9 @@ RULES: dict[str, tuple[Rule, str]] = {
     "verification_upgrade_operator_only": (behaviour.check_verification_upgrade,
                                            "FAILED/NOT_PROVABLE reach PASSED only through an operator step."),
     "safe_retry": (behaviour.check_safe_retry,
-                   "RETRY_WAIT needs REQUEST_NOT_STARTED proof and budget; entering SUBMITTING starts from "
-                   "proven absence, carries every submit guard and advances attempt_ordinal."),
+                   "RETRY_WAIT needs REQUEST_NOT_STARTED proof (from SUBMITTING) or an operator's certified proof "
+                   "of exact absence (from a reconciliation) and budget; entering SUBMITTING starts from proven "
+                   "absence, carries every submit guard and advances attempt_ordinal."),
     "failure_reachability": (behaviour.check_failure_reachability,
                              "Every stable error code is reported by a reachable transition or a guard refusal."),
     "forbidden_combinations": (behaviour.check_forbidden,

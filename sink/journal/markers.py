@@ -31,6 +31,7 @@ from sink.journal.records import (
 
 MARKER_FORMAT = "restproof.may-attempt.v1"
 GRANT_CLAIM_FORMAT = "restproof.may-attempt-grant-claim.v1"
+NOT_SENT_FORMAT = "restproof.may-attempt-not-sent.v1"
 _ORDINAL_FILE = re.compile(r"^(\d{10})\.json$")
 
 
@@ -134,6 +135,14 @@ class MarkerStore(Protocol):
     def grant_claimed(self, operation_namespace: str, operation_id: str, attempt_ordinal: int) -> bool:
         """Whether a grant claim exists for this marker key (readable or not)."""
 
+    def attest_not_sent(self, operation_namespace: str, operation_id: str, attempt_ordinal: int) -> bool:
+        """Record, once, that the worker holding this attempt's grant claim never sent its request
+        (its critical commit was unconfirmed, and it stopped without sending). Bound to the claim's
+        digest; False when no grant claim exists (then no attempt was granted at all)."""
+
+    def not_sent_attested(self, operation_namespace: str, operation_id: str, attempt_ordinal: int) -> bool:
+        """Whether a not-sent attestation exists for this attempt and names its current grant claim."""
+
 
 def namespace_key(operation_namespace: str) -> str:
     # Namespaces may contain ':' or '/'; the directory name is a digest of it.
@@ -144,6 +153,16 @@ def _fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _read_no_follow(path: Path) -> bytes:
+    """Read a file this store created; a symlink planted in its place is refused (ELOOP), never followed."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read()
     finally:
         os.close(fd)
 
@@ -160,9 +179,11 @@ def _decode(raw: bytes) -> MayAttemptMarker:
 class FileMarkerStore:
     """Create-if-absent marker files under ``root/<namespace digest>/<operation id>/<ordinal>.json``."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, create: bool = True) -> None:
+        """``create=False`` (read-only commands) creates nothing; a missing store holds no marker."""
         self._root = Path(root)
-        self._root.mkdir(parents=True, exist_ok=True)
+        if create:
+            self._root.mkdir(parents=True, exist_ok=True)
 
     @property
     def root(self) -> Path:
@@ -223,6 +244,36 @@ class FileMarkerStore:
     def grant_claimed(self, operation_namespace: str, operation_id: str, attempt_ordinal: int) -> bool:
         return self._claim_path(operation_namespace, operation_id, attempt_ordinal).exists()
 
+    def _claim_digest(self, operation_namespace: str, operation_id: str, attempt_ordinal: int) -> str | None:
+        try:
+            raw = _read_no_follow(self._claim_path(operation_namespace, operation_id, attempt_ordinal))
+        except FileNotFoundError:
+            return None
+        return "sha256:" + hashlib.sha256(raw).hexdigest()
+
+    def _attestation_path(self, operation_namespace: str, operation_id: str, attempt_ordinal: int) -> Path:
+        return self._path(operation_namespace, operation_id, attempt_ordinal).with_suffix(".not-sent.json")
+
+    def attest_not_sent(self, operation_namespace: str, operation_id: str, attempt_ordinal: int) -> bool:
+        claim = self._claim_digest(operation_namespace, operation_id, attempt_ordinal)
+        if claim is None:
+            return False
+        body = {"format": NOT_SENT_FORMAT, "operation_id": operation_id, "attempt_ordinal": attempt_ordinal,
+                "grant_claim_digest": claim}
+        raw = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+        self._publish_once(self._attestation_path(operation_namespace, operation_id, attempt_ordinal), raw)
+        return True
+
+    def not_sent_attested(self, operation_namespace: str, operation_id: str, attempt_ordinal: int) -> bool:
+        claim = self._claim_digest(operation_namespace, operation_id, attempt_ordinal)
+        try:
+            body = json.loads(_read_no_follow(self._attestation_path(operation_namespace, operation_id,
+                                                                     attempt_ordinal)))
+        except (FileNotFoundError, ValueError):
+            return False
+        return (claim is not None and isinstance(body, dict) and body.get("format") == NOT_SENT_FORMAT
+                and body.get("grant_claim_digest") == claim and body.get("attempt_ordinal") == attempt_ordinal)
+
     @staticmethod
     def _resolve_existing(existing: StoredMarker, wanted: MayAttemptMarker) -> StoredMarker:
         if not existing.marker.same_binding(wanted):
@@ -234,20 +285,25 @@ class FileMarkerStore:
     def get(self, operation_namespace: str, operation_id: str, attempt_ordinal: int) -> StoredMarker | None:
         path = self._path(operation_namespace, operation_id, attempt_ordinal)
         try:
-            raw = path.read_bytes()
+            raw = _read_no_follow(path)
         except FileNotFoundError:
             return None
         marker = _decode(raw)
         return StoredMarker(marker, "sha256:" + hashlib.sha256(raw).hexdigest(), created=False)
 
     def scan(self) -> Iterator[StoredMarker | UnreadableMarker]:
-        for ns_dir in sorted(p for p in self._root.iterdir() if p.is_dir()):
-            for op_dir in sorted(p for p in ns_dir.iterdir() if p.is_dir()):
+        if not self._root.is_dir():
+            return
+        for ns_dir in sorted(p for p in self._root.iterdir() if p.is_dir() and not p.is_symlink()):
+            for op_dir in sorted(p for p in ns_dir.iterdir() if p.is_dir() and not p.is_symlink()):
                 for file in sorted(op_dir.iterdir()):
                     match = _ORDINAL_FILE.match(file.name)
                     if match is None:
                         continue  # temporary files of an interrupted publish are not markers
-                    raw = file.read_bytes()
+                    try:
+                        raw = _read_no_follow(file)
+                    except OSError:
+                        raw = b""  # a planted symlink: never followed, counted as an unreadable marker
                     digest = "sha256:" + hashlib.sha256(raw).hexdigest()
                     try:
                         yield StoredMarker(_decode(raw), digest, created=False)

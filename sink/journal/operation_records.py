@@ -5,6 +5,7 @@ admissions, operation rows and actors (re-exported by ``sink.journal.records``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 
 from sink.contracts.state import (
@@ -21,6 +22,7 @@ from sink.journal.ids import (
     require_ident,
     require_utc_instant,
 )
+from sink.journal.outcome_records import NO_DECISION, NO_FACTS, Decision, ResultFacts
 
 
 class MutationKind(StrEnum):
@@ -173,6 +175,14 @@ class OperationRow:
     attempt_count: int
     observation_count: int
     last_reconciliation_id: str | None = None
+    decision: Decision = NO_DECISION
+    """What the move into the current tuple decided (``sink.journal.outcome_records``)."""
+    facts: ResultFacts = NO_FACTS
+    """The receiver's bounded counters and flags recorded for verification."""
+    next_check_at: datetime | None = None
+    """When the next automatic step is due (database clock), if a move set one."""
+    abandoned: bool = False
+    """An operator abandoned this child: nothing automatic acts on it again."""
 
     @property
     def delivery_key(self) -> str:

@@ -23,7 +23,7 @@ Evolution: signatures change only additively (new optional keyword arguments, ne
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
@@ -33,6 +33,7 @@ from sink.journal.records import (
     AdmittedParent,
     Attempt,
     CapacityStatus,
+    Decision,
     EffectTombstone,
     FrontierResult,
     GateStatus,
@@ -43,6 +44,8 @@ from sink.journal.records import (
     MarkerRetirement,
     Observation,
     OperationRow,
+    OperatorDecisionRecord,
+    OperatorDecisionRequest,
     OrphanMarker,
     ParentAdmission,
     ParentRecord,
@@ -82,6 +85,11 @@ class RejectionReason(StrEnum):
     INVALID_REQUEST = "invalid_request"
     PROMOTION_ONLY_VIA_FRONTIER = "promotion_only_via_frontier"
     MARKER_NOT_ORPHAN = "marker_not_orphan"
+    DECISION_NOT_PERMITTED = "decision_not_permitted"
+    """The operator decision does not apply to the child's state (a running job, a completed child,
+    nothing held to transfer)."""
+    OPERATION_ABANDONED = "operation_abandoned"
+    """An operator abandoned the child: no automatic submit, replay or poll acts on it again."""
     ORPHAN_MARKER = "orphan_marker_possible_remote_effect"
     """The next attempt's marker was already claimed by a critical submit that the journal does not
     hold (a rewound journal, or a commit that failed after the claim): possible remote effect, the
@@ -115,6 +123,23 @@ class CapacityExhausted(JournalRejection):
 
 class JournalConfigurationError(JournalError):
     """The journal cannot be opened as configured (schema newer than code, zero-RPO on SQLite, ...)."""
+
+    code = "journal.configuration"
+
+
+class NotAJournal(JournalConfigurationError):
+    """The database at the journal's location is not a restproof journal (another application's
+    file, not a database, or nothing at all for a read-only command): refused before anything is
+    written to it."""
+
+    code = "journal.not_a_journal"
+
+
+class JournalSchemaMismatch(JournalConfigurationError):
+    """The journal's schema is newer than this code (never opened), or older than this code for a
+    read-only command (which never migrates)."""
+
+    code = "journal.schema_mismatch"
 
 
 EXIT_UNAVAILABLE = 3
@@ -256,7 +281,11 @@ class DeliveryJournalPort(Protocol):
         operation; checkpoint PROMOTED is reached only through ``promote_frontier`` (else
         PROMOTION_ONLY_VIA_FRONTIER). On success revision += 1; a receipt is stored in the same
         transaction; RETRY_WAIT and FINALIZED tuples whose effect is not UNKNOWN release the
-        attempt's capacity; a move to FULLY_APPLIED raises the effect interval map.
+        attempt's capacity; a move to FULLY_APPLIED raises the effect interval map. The request's
+        ``decision`` replaces the stored one, its ``facts`` (when given) replace the stored result
+        facts, and ``next_check_after`` sets ``next_check_at`` from the database clock (or clears
+        it): all in the same transaction as the axes, so what a run reports is what the journal holds.
+        An abandoned operation refuses automatic transitions (OPERATION_ABANDONED).
         """
 
     def reserve_and_mark_submitting(self, request: SubmitRequest) -> SubmitGrant:
@@ -265,11 +294,23 @@ class DeliveryJournalPort(Protocol):
         Order of checks: gate/epoch (JOURNAL_EPOCH_BLOCKED), revision, source state, mutation
         lease held by ``lease_owner``, attempt ordinal is next, marker exists in the marker store
         and binds this attempt, STALE_GENERATION, APPEND_SCOPE_ALREADY_APPLIED,
-        OVERLAPPING_EFFECT_IN_FLIGHT, capacity. Then: reserve a slot, append the attempt row with
+        OVERLAPPING_EFFECT_IN_FLIGHT (an abandoned overlapping operation no longer counts), capacity;
+        an abandoned operation is refused (OPERATION_ABANDONED). Then: reserve a slot, append the attempt row with
         the marker digest, CAS to SUBMITTING, commit (through the critical commit guard).
         """
 
     def list_attempts(self, operation_id: str) -> tuple[Attempt, ...]: ...
+
+    # ----- operator decisions ------------------------------------------------------------------
+    def record_operator_decision(self, request: OperatorDecisionRequest) -> OperationRow:
+        """Record an audited operator decision in one transaction (``decision_policy`` says which
+        states permit which kind): ABANDON marks the child abandoned and releases its capacity;
+        TRANSFER_CAPACITY releases its held reservations to the incident reserve. Axes and revision
+        are unchanged (an operator decision is not a contract transition); the decision is appended
+        to ``list_operator_decisions``. Refusals: STALE_REVISION, OPERATOR_REQUIRED,
+        DECISION_NOT_PERMITTED, a reused reconciliation id (INVALID_REQUEST)."""
+
+    def list_operator_decisions(self, operation_id: str) -> tuple[OperatorDecisionRecord, ...]: ...
 
     # ----- observation -------------------------------------------------------------------------
     def record_observation(
@@ -280,9 +321,26 @@ class DeliveryJournalPort(Protocol):
         acknowledgement_state: AcknowledgementState,
         evidence_digest: str,
         lease_owner: str,
+        next_check_after: timedelta | None = None,
     ) -> Observation:
         """Append one read-only observation; ordinal must be exactly the next one; needs the
-        observation lease. Works while the mutation gate is BLOCKED."""
+        observation lease. Works while the mutation gate is BLOCKED. In the same transaction the
+        operation's ``next_check_at`` becomes now + ``next_check_after`` (or is cleared) and its
+        stored decision is cleared: an answer ends any pause."""
+
+    def record_pause(
+        self,
+        operation_id: str,
+        *,
+        lease_kind: LeaseKind,
+        lease_owner: str,
+        decision: Decision,
+        next_check_after: timedelta | None = None,
+    ) -> OperationRow:
+        """Store why automatic work on the operation pauses now (a poll pass answered only by
+        errors, a rate limit that did not admit the request in time) and when it is next due, under
+        the caller's ``lease_kind`` lease. Axes and revision are unchanged: a pause is not a state
+        transition, only what the next result reports until the next move or observation."""
 
     def list_observations(self, operation_id: str) -> tuple[Observation, ...]: ...
 

@@ -29,6 +29,7 @@ from sink.journal.operation_records import (
     OperationRow,
     ScopeRange,
 )
+from sink.journal.outcome_records import MAX_NEXT_CHECK, NO_DECISION, Decision, OperatorDecisionKind, ResultFacts
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +122,8 @@ class CapacityStatus:
     scope: str
     slots: int
     held_by_attempts: tuple[str, ...]
+    held_by_operations: tuple[str, ...] = ()
+    """The operations whose attempts hold the slots (sorted, each once)."""
 
     @property
     def free(self) -> int:
@@ -173,6 +176,17 @@ class TransitionRequest:
     # Owner of the lease the transition's cas_preconditions require (mutation, observation or
     # checkpoint); checked in the same transaction on the database clock. None: no lease claimed.
     lease_owner: str | None = None
+    decision: Decision = NO_DECISION
+    """What the move decided (code, exit class, reason): stored with it, replacing the previous one."""
+    facts: ResultFacts | None = None
+    """The receiver's bounded counters and flags for verification; None keeps the stored ones."""
+    next_check_after: timedelta | None = None
+    """When the next automatic step is due, from the database clock at commit (a retry's backoff,
+    a continuation's next poll); None clears it."""
+
+    def __post_init__(self) -> None:
+        if self.next_check_after is not None and not timedelta(0) <= self.next_check_after <= MAX_NEXT_CHECK:
+            raise ValueError("next_check_after must be between 0 and 30 days")
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +221,24 @@ class MarkerRetirement:
     marker_digest: str
     evidence_digest: str
     actor: Actor
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorDecisionRequest:
+    """An operator's audited decision on one child (``OperatorDecisionKind``).
+
+    ``actor`` must be an operator with a reconciliation id never used on the operation before;
+    ``evidence_digest`` names what the decision rests on; ``expected_revision`` is the revision the
+    operator inspected (a child that moved meanwhile is refused)."""
+
+    operation_id: str
+    kind: OperatorDecisionKind
+    expected_revision: int
+    actor: Actor
+    evidence_digest: str
+
+    def __post_init__(self) -> None:
+        require_digest(self.evidence_digest, "evidence_digest")
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,9 @@ Seed ("Replacement generation and overlap fence"), with half-open scopes:
 * a higher overlapping generation admitted, or applied in the interval map -> STALE_GENERATION;
 * incremental_append over an overlapping scope already FULLY_APPLIED by an append -> APPEND_SCOPE_ALREADY_APPLIED;
 * a lower-or-equal overlapping generation of another operation still in flight (SUBMITTING,
-  accepted/running with UNDETERMINED effect, UNKNOWN, PARTIALLY_APPLIED) -> OVERLAPPING_EFFECT_IN_FLIGHT.
+  accepted/running with UNDETERMINED effect, UNKNOWN, PARTIALLY_APPLIED) -> OVERLAPPING_EFFECT_IN_FLIGHT,
+  unless an operator abandoned it (an audited decision that the newer generation supersedes it:
+  without it a partial or unknown older generation would block its own correction forever).
 The adapter calls this while holding the effect-domain lock, with the operations of the domain
 whose scope overlaps the candidate's (selected by the database: PostgreSQL ``&&``, SQLite
 ``scope_start < end AND scope_end > start``) and the overlapping interval-map pieces. Passing
@@ -69,7 +71,7 @@ def check_submit_permitted(
                     f"operation {candidate_id}: operation {other.operation_id} already appended an overlapping scope",
                 )
     for other in overlapping:
-        if in_flight(other.axes):
+        if in_flight(other.axes) and not other.abandoned:
             raise DeliveryError(
                 ErrorCode.OVERLAPPING_EFFECT_IN_FLIGHT,
                 f"operation {candidate_id}: overlapping operation {other.operation_id} is unresolved",

@@ -74,15 +74,10 @@ def seal_all(
     progress: Progress = _no_progress,
     deflate: str = DEFAULT_IMPLEMENTATION,
 ) -> SealedTopology:
-    if plan.mapping is None:
-        raise SourceError("source.not_configured", "the plan has no pinned mapping (compile it from files)")
     parent_identity = delivery_identity(plan, scope_from, scope_to, correction_revision)
-    encoder = RowEncoder(plan.mapping, payload_encoding(plan.operation))
-    frozen = freeze(
-        snapshot_port=source, normalizer=RowNormalizer(plan.mapping), encoder=encoder, scope_from=scope_from,
-        scope_to=scope_to, store=store, max_day_bytes=plan.operation.limits.max_decoded_bytes,
-        compiled_plan_digest=plan.compiled_plan_digest, spill_dir=spill_dir, failpoint=failpoint,
-    )
+    encoder = _encoder(plan)
+    frozen = freeze_source(plan, scope_from, scope_to, source=source, store=store, spill_dir=spill_dir,
+                           failpoint=failpoint)
     progress("frozen", frozen.rows_bytes, frozen.rows_bytes)
     limits = planning_limits_from_plan(plan, frozen.fixed_overhead_bytes)
     buckets = frozen.buckets()
@@ -116,6 +111,25 @@ def seal_all(
     failpoint("seal.all_sealed")
     return SealedTopology(plan, parent_identity, frozen, tuple(windows), tuple(sealed), tuple(identities),
                           planning.PLANNER_ALGORITHM_VERSION, coverage, sealer.identity())
+
+
+def _encoder(plan: CompiledPlan) -> RowEncoder:
+    if plan.mapping is None:
+        raise SourceError("source.not_configured", "the plan has no pinned mapping (compile it from files)")
+    return RowEncoder(plan.mapping, payload_encoding(plan.operation))
+
+
+def freeze_source(plan: CompiledPlan, scope_from: date, scope_to: date, *, source: SourceSnapshotPort,
+                  store: ImmutableArtifactPort, spill_dir: Path | None = None,
+                  failpoint: Failpoint = _quiet) -> FrozenParent:
+    """Freeze one source boundary into an immutable parent artifact (seed: "Execution algorithm" step 2)."""
+    encoder = _encoder(plan)
+    assert plan.mapping is not None  # _encoder refused a plan without one
+    return freeze(
+        snapshot_port=source, normalizer=RowNormalizer(plan.mapping), encoder=encoder, scope_from=scope_from,
+        scope_to=scope_to, store=store, max_day_bytes=plan.operation.limits.max_decoded_bytes,
+        compiled_plan_digest=plan.compiled_plan_digest, spill_dir=spill_dir, failpoint=failpoint,
+    )
 
 
 def _seal_window(

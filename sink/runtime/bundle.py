@@ -17,6 +17,7 @@ from sink.artifacts.local import LocalArtifactStore
 from sink.contracts.plan import CompiledPlan
 from sink.payload.body import WireBody
 from sink.preparation import seal_all
+from sink.runtime.composition import open_offline
 from sink.source import source_port
 
 BUNDLE_SCHEMA = "restproof.request_bundle.v1"
@@ -26,7 +27,13 @@ def export_bundle(plan: CompiledPlan, scope_from: date, scope_to: date, *, workl
                   out: Path) -> dict[str, Any]:
     if plan.workload.source is None:
         raise ValueError("the workload names no source")
-    store = LocalArtifactStore(out / "artifacts")
+    with open_offline(out / "artifacts") as store:
+        return _export(plan, scope_from, scope_to, workload_dir=workload_dir, out=out, store=store)
+
+
+def _export(plan: CompiledPlan, scope_from: date, scope_to: date, *, workload_dir: Path, out: Path,
+            store: LocalArtifactStore) -> dict[str, Any]:
+    assert plan.workload.source is not None
     sealed = seal_all(plan, scope_from, scope_to, source=source_port(plan.workload.source, workload_dir),
                       store=store)
     (out / "bodies").mkdir(parents=True, exist_ok=True)

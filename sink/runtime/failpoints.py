@@ -37,7 +37,6 @@ JOURNAL_WRITES: tuple[str, ...] = (
     "publish_marker",
     "reserve_submitting",
     "record_submit_result",
-    "record_retry_abandoned",
     "record_continuation",
     "record_observation",
     "record_poll_result",
@@ -47,7 +46,8 @@ JOURNAL_WRITES: tuple[str, ...] = (
 )
 """The supervisor's durable writes, in the order one child meets them. The admission of a parent
 is not among them: preparation names its crash points (``admit.root_published`` before the
-journal write, ``admit.committed`` after it), and a name no code reaches would only arm nothing."""
+journal write, ``admit.committed`` after it), and a name no code reaches would only arm nothing
+(so a retry abandoned by the budget, which no longer happens automatically, has none)."""
 
 REQUEST_KINDS: tuple[str, ...] = ("submit", "poll", "summary")
 REQUEST_BOUNDARIES: tuple[str, ...] = (

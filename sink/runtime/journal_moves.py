@@ -13,7 +13,15 @@ from datetime import timedelta
 from sink.canonical import CanonicalValue, hash_fields
 from sink.contracts.transport import TransportOutcome
 from sink.journal.port import DeliveryJournalPort
-from sink.journal.records import LeaseKind, LeaseRequest, OperationRow, Receipt, TransitionRequest
+from sink.journal.records import (
+    Decision,
+    LeaseKind,
+    LeaseRequest,
+    OperationRow,
+    Receipt,
+    ResultFacts,
+    TransitionRequest,
+)
 from sink.runtime import ContractMove
 from sink.runtime.failpoints import journal_point, request_point
 from sink.runtime.ports import Failpoint
@@ -57,6 +65,12 @@ def boundary_observer(kind: str, failpoint: Failpoint) -> Callable[[str], None]:
     return observe
 
 
+def decision_of(move: ContractMove, reason: str | None = None) -> Decision:
+    """What a move decided, as the journal stores it."""
+    exit_class = None if move.exit_class is None else int(move.exit_class)
+    return Decision(move.error_code, exit_class if exit_class != 0 else None, reason)
+
+
 def facts_digest(purpose: str, facts: Mapping[str, CanonicalValue]) -> str:
     return hash_fields(purpose, dict(facts))
 
@@ -76,13 +90,16 @@ class JournalMoves:
 
     def apply(
         self, row: OperationRow, move: ContractMove, *, write: str, lease_owner: str | None,
-        evidence_digest: str | None = None, receipt: Receipt | None = None,
+        evidence_digest: str | None = None, receipt: Receipt | None = None, reason: str | None = None,
+        facts: ResultFacts | None = None, next_check_after: timedelta | None = None,
     ) -> OperationRow:
+        """Apply ``move``, storing what it decided (its code, its exit class, ``reason``) with it."""
         self._failpoint(journal_point(write, "before"))
         updated = self._journal.transition(
             TransitionRequest(
                 operation_id=row.operation_id, expected_revision=row.revision, transition_id=move.transition_id,
                 evidence_digest=evidence_digest, receipt=receipt, lease_owner=lease_owner,
+                decision=decision_of(move, reason), facts=facts, next_check_after=next_check_after,
             )
         )
         self._failpoint(journal_point(write, "after"))

@@ -15,8 +15,10 @@ observation lease. One poll answer becomes, in order:
 
 A non-terminal answer then meets the budget: the certified deadline
 (``observation_deadline_exceeded`` from ACCEPTED; from RUNNING, which never finalizes directly,
-``poll_observed_expired``), the observation budget (``poll_budget.max_observations`` polls) or the
-error budget (``max_consecutive_errors`` in a row), both ``poll_observed_expired``.
+``poll_observed_expired``) or the observation budget (``poll_budget.max_observations`` polls),
+``poll_observed_expired``. The error budget (``max_consecutive_errors`` transient errors in a row)
+is not the receiver saying the receipt expired: it pauses observation (no transition; the child
+stays WAITING and the next run or resume polls again), ``reason`` ERROR_BUDGET_EXHAUSTED.
 A terminal answer is always taken, even on the last poll allowed.
 """
 
@@ -90,8 +92,6 @@ def classify_poll(
         move = plan_move(contract, current, f"poll_observed_{observed.value.lower()}", error_code=code)
         return PollDecision(observed, move, reason, 0, receiver_reported_partial=partial)
     errors = context.consecutive_errors + 1 if observed is None else 0
-    if errors >= budget.max_consecutive_errors:
-        return _expired(contract, current, PollReason.ERROR_BUDGET_EXHAUSTED, errors)
     if context.deadline_passed:
         if current.acknowledgement_state is _ACK.ACCEPTED:
             move = plan_move(contract, current, "observation_deadline_exceeded",
@@ -100,6 +100,9 @@ def classify_poll(
         return _expired(contract, current, PollReason.DEADLINE_PASSED, errors)
     if context.polls_made + 1 >= budget.max_observations:
         return _expired(contract, current, PollReason.OBSERVATION_BUDGET_EXHAUSTED, errors)
+    if errors >= budget.max_consecutive_errors:
+        # Five 500s in a row say the receiver is failing now, not that the receipt is gone.
+        return PollDecision(None, None, PollReason.ERROR_BUDGET_EXHAUSTED, errors)
     if observed is None:
         return PollDecision(None, None, PollReason.TRANSIENT_ERROR, errors)
     running = (plan_move(contract, current, "poll_observed_running")

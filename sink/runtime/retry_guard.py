@@ -4,21 +4,26 @@
 Two and only two kinds of proof permit sending a mutation request:
 
 * **Proven absence, new attempt.** The operation is SEALED (nothing sent) or RETRY_WAIT (the
-  journal holds durable REQUEST_NOT_STARTED proof), its effect is NONE_PROVEN, and the submit
-  budget has an attempt left. This is the only path into a new attempt (``submit_started`` or
-  ``retry_due``), and ``reserve_and_mark_submitting`` enforces the same source states.
-* **Certified fence, same attempt.** The worker that is executing the attempt, still holding its
-  mutation lease, saw the request fail after bytes may have reached the receiver, and the
-  profile's fence makes a same-key replay harmless (:func:`fence_permits_replay`). The replay
-  stays inside the SUBMITTING attempt (same attempt id, same marker, same key, same bytes); it
-  makes no journal transition, and counts against the same submit budget.
+  journal holds durable REQUEST_NOT_STARTED proof, or an operator's certified proof of exact
+  absence), its effect is NONE_PROVEN, and this wake-up's submit budget has an attempt left
+  (``submit_retry.max_attempts`` attempts per run or resume: the orchestrator's retry is the next
+  wake-up, never a new authority). This is the only path into a new attempt (``submit_started``
+  or ``retry_due``), and ``reserve_and_mark_submitting`` enforces the same source states.
+* **Certified fence, same attempt.** The profile's fence makes a same-key replay harmless
+  (:func:`fence_permits_replay`) and the replay reaches the receiver while it still remembers the
+  key. Either the worker executing the attempt, still holding its mutation lease, saw the request
+  fail after bytes may have reached the receiver (:func:`may_replay_same_key`); or a recovering
+  worker found the attempt SUBMITTING with its worker gone (the lease expired; it now holds it)
+  and replays within the fence's retention measured from the attempt row's creation on the
+  database clock (:func:`may_take_over`; seed: "may submit again only after exact absence is
+  proven or a certified remote fence authorizes same-key replay"). The replay stays inside the
+  SUBMITTING attempt (same attempt id, same marker, same key, same bytes) and makes no journal
+  transition; the receiver's proven-duplicate answer then resolves it.
 
 Everything else is refused with ``REST_DELIVERY_UNSAFE_RETRY``: an UNKNOWN or PARTIALLY_APPLIED
 effect (only operator reconciliation refines it), any accepted/observed/finalized operation, and
-a SUBMITTING operation found by a worker that did not make the attempt. Lease expiry after
-SUBMITTING is never authority to send again, with or without a fence: the recovering worker
-cannot know what the previous one sent, when, or whether it is still sending, so V1 observes or
-reconciles (the seed allows, but does not require, a fenced replay here).
+a SUBMITTING attempt without a certified fence (lease expiry alone never authorises a resend: the
+outcome is recorded as UNKNOWN, to be reconciled).
 
 Pure: the caller passes the stored tuple and counters.
 """
@@ -47,6 +52,7 @@ class GuardReason(StrEnum):
     LEASE_EXPIRED_AFTER_SUBMITTING = "lease_expired_after_submitting"
     FENCE_NOT_CERTIFIED = "fence_not_certified"
     FENCE_RETENTION_EXCEEDED = "fence_retention_exceeded"
+    TAKEOVER_FENCED_REPLAY = "takeover_fenced_replay"
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,8 +92,8 @@ def _refused(reason: GuardReason, code: ErrorCode | None = ErrorCode.UNSAFE_RETR
 def may_start_attempt(current: StateTuple, *, attempts_used: int, max_attempts: int) -> GuardVerdict:
     """May the supervisor open a NEW attempt (``submit_started`` / ``retry_due``)?
 
-    ``attempts_used`` is the journal's ``attempt_count`` (attempt ordinals consumed so far,
-    retired orphan markers included)."""
+    ``attempts_used``: the attempts this wake-up (one run or resume process) already made for the
+    operation; the budget is ``max_attempts`` per wake-up."""
     if current.remote_effect is not RemoteEffect.NONE_PROVEN:
         return _refused(GuardReason.EFFECT_NOT_PROVEN_ABSENT)
     # Every legal SEALED / RETRY_WAIT tuple is NOT_ACCEPTED with nothing verified (the contract).
@@ -131,8 +137,26 @@ def may_replay_same_key(
     return GuardVerdict(True, GuardReason.CERTIFIED_FENCE_REPLAY, None)
 
 
+def may_take_over(current: StateTuple, *, profile: OperationProfile, attempt_age_ms: int) -> GuardVerdict:
+    """May a recovering worker replay a SUBMITTING attempt whose worker is gone?
+
+    The caller holds the attempt's mutation lease (the previous holder's expired on the database
+    clock). ``attempt_age_ms``: database-clock time since the attempt row was created, an upper
+    bound of the time since its first send; the replay must land strictly inside the fence's
+    certified retention from then."""
+    if current.remote_effect in (RemoteEffect.UNKNOWN, RemoteEffect.PARTIALLY_APPLIED):
+        return _refused(GuardReason.EFFECT_NOT_PROVEN_ABSENT)
+    if current.execution_state is not ExecutionState.SUBMITTING:
+        return _refused(GuardReason.NOT_A_SUBMIT_STATE)
+    if not fence_permits_replay(profile.mutation_fence):
+        return _refused(GuardReason.FENCE_NOT_CERTIFIED)
+    if attempt_age_ms < 0 or attempt_age_ms >= fence_retention_ms(profile):
+        return _refused(GuardReason.FENCE_RETENTION_EXCEEDED)
+    return GuardVerdict(True, GuardReason.TAKEOVER_FENCED_REPLAY, None)
+
+
 class RetryBudgetExhausted(Exception):
-    """Sending would be safe but the submit budget is spent: finalize not-started instead."""
+    """Sending would be safe but this wake-up's submit budget is spent: the next wake-up retries."""
 
     def __init__(self, operation_id: str) -> None:
         super().__init__(f"operation {operation_id}: submit retry budget exhausted")

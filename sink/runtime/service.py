@@ -3,35 +3,41 @@
 ``run`` compiles nothing itself: it takes a compiled plan, prepares (or resumes) the admitted
 parent, then hands it to the supervisor. ``resume`` and ``inspect`` take an operation id and use
 only the journal and the pinned artifacts — the plan is read back from the artifact the admission
-published, never from a current authoring manifest. Every view is redacted: identifiers, digests,
-axes and counts only.
+published, never from a current authoring manifest. Every service returns typed results built from
+the journal (``sink.runtime.outcome``); the CLI renders them. Every view is redacted: identifiers,
+digests, axes and counts only.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 from sink.artifacts.documents import read_document
-from sink.artifacts.local import LocalArtifactStore
-from sink.contracts.errors import ExitClass
+from sink.artifacts.port import ImmutableArtifactPort
 from sink.contracts.plan import CompiledPlan
-from sink.journal.markers import FileMarkerStore
-from sink.journal.port import DeliveryJournalPort
-from sink.journal.records import AdmittedParent, OperationRow
-from sink.preparation import PLAN_ARTIFACT_SCHEMA_ID, prepare
+from sink.journal.port import DeliveryJournalPort, JournalRejection
+from sink.journal.records import AdmittedParent, Attempt, OperatorDecisionRecord, OrphanMarker, ParentRecord
+from sink.preparation import PLAN_ARTIFACT_SCHEMA_ID, EmptyBoundary, prepare
 from sink.preparation.sealing import Progress
-from sink.runtime.composition import Locations, Runtime, open_journal
+from sink.runtime.composition import (
+    Inspection,
+    Locations,
+    RunSettings,
+    capacity_scope,
+    capacity_slots,
+    open_delivery,
+    open_inspection,
+)
 from sink.runtime.intent_guard import require_admitted_intent
-from sink.runtime.next_actions import allowed_actions
-from sink.runtime.outcome import ChildOutcome, outcome_of, overall_exit
-from sink.runtime.supervisor import ParentOutcome
+from sink.runtime.outcome import RouteResult, read_result
 from sink.source import source_port
 
-RESULT_SCHEMA = "restproof.delivery_result.v1"
-INSPECT_SCHEMA = "restproof.delivery_inspection.v1"
+__all__ = [
+    "ChildDetail", "DeliverySkipped", "InspectionResult", "RunSettings", "UnknownOperation", "ensure_capacity",
+    "inspect_operation", "parent_of", "pinned_plan", "resume_delivery", "run_delivery",
+]
 
 
 class UnknownOperation(LookupError):
@@ -39,47 +45,45 @@ class UnknownOperation(LookupError):
 
 
 @dataclass(frozen=True, slots=True)
-class RunSettings:
-    worker_id: str
-    wait_for_async: bool = True
-    lease_ttl: timedelta = timedelta(seconds=30)
+class DeliverySkipped:
+    """An empty interval: nothing was admitted or sent, the checkpoint does not move (exit 0)."""
+
+    scope_from: date
+    scope_to: date
+    reason: str = "empty_interval"
 
 
-def result_view(outcome: ParentOutcome, *, resumed: bool) -> tuple[dict[str, Any], ExitClass]:
-    children = list(outcome.children)
-    exit_class = overall_exit(children)
-    frontier = outcome.frontier
-    view = {
-        "schema_id": RESULT_SCHEMA,
-        "parent_id": outcome.parent_id,
-        "resumed": resumed,
-        "exit_code": int(exit_class),
-        "children": [child.as_dict() for child in children],
-        "frontier": None if frontier is None else {
-            "frontier_order": frontier.frontier_order, "frontier_scope_end": frontier.frontier_scope_end,
-        },
-    }
-    return view, exit_class
+def ensure_capacity(journal: DeliveryJournalPort, plan: CompiledPlan) -> None:
+    """Create or resize the plan's remote-job capacity scope before a delivery needs it."""
+    scope, slots = capacity_scope(plan), capacity_slots(plan)
+    try:
+        configured: int | None = journal.capacity_status(scope).slots
+    except JournalRejection:
+        configured = None  # first use of this scope
+    if configured != slots:
+        journal.configure_capacity(scope, slots)
 
 
 def run_delivery(plan: CompiledPlan, scope_from: date, scope_to: date, *, workload_dir: Path, locations: Locations,
                  settings: RunSettings, correction_revision: int = 0,
-                 progress: Progress | None = None) -> tuple[dict[str, Any], ExitClass]:
-    with Runtime(plan, locations, worker_id=settings.worker_id, wait_for_async=settings.wait_for_async,
-                 lease_ttl=settings.lease_ttl) as runtime:
-        source = None if plan.workload.source is None else source_port(plan.workload.source, workload_dir)
-        if source is None:
-            raise ValueError("the workload names no source")
-        prepared = prepare(plan, scope_from, scope_to, source=source, store=runtime.store, journal=runtime.journal,
-                           correction_revision=correction_revision, failpoint=runtime.failpoints.hit,
-                           progress=progress)
+                 progress: Progress | None = None) -> RouteResult | DeliverySkipped:
+    if plan.workload.source is None:
+        raise ValueError("the workload names no source")
+    source = source_port(plan.workload.source, workload_dir)
+    with open_delivery(plan, locations, settings) as runtime:
+        try:
+            prepared = prepare(plan, scope_from, scope_to, source=source, store=runtime.store,
+                               journal=runtime.journal, correction_revision=correction_revision,
+                               failpoint=runtime.failpoints.hit, progress=progress)
+        except EmptyBoundary:
+            return DeliverySkipped(scope_from, scope_to)
         if prepared.resumed:
             require_admitted_intent(plan, prepared.admitted, runtime.store)
-        outcome = runtime.supervisor.run_parent(prepared.parent_id)
-        return result_view(outcome, resumed=prepared.resumed)
+        ensure_capacity(runtime.journal, plan)
+        return runtime.supervisor.run_parent(prepared.parent_id)
 
 
-def _parent_of(journal: DeliveryJournalPort, operation_id: str) -> AdmittedParent:
+def parent_of(journal: DeliveryJournalPort, operation_id: str) -> AdmittedParent:
     if journal.get_parent(operation_id) is not None:
         return journal.load_parent(operation_id)
     child = journal.get_operation(operation_id)
@@ -88,73 +92,86 @@ def _parent_of(journal: DeliveryJournalPort, operation_id: str) -> AdmittedParen
     return journal.load_parent(child.parent_id)
 
 
-def pinned_plan(locations: Locations, operation_id: str) -> tuple[CompiledPlan, str]:
+def plan_of(store: ImmutableArtifactPort, parent: ParentRecord) -> CompiledPlan:
     """The compiled plan the admission pinned, read from the artifact store (never a manifest)."""
-    markers = FileMarkerStore(locations.markers)
-    journal = open_journal(locations, markers)
-    try:
-        parent = _parent_of(journal, operation_id)
-    finally:
-        journal.close()
-    store = LocalArtifactStore(locations.artifacts)
-    document = read_document(store, parent.parent.plan_ref, PLAN_ARTIFACT_SCHEMA_ID)
-    return CompiledPlan.model_validate(document["plan"]), parent.parent.parent_id
+    document = read_document(store, parent.plan_ref, PLAN_ARTIFACT_SCHEMA_ID)
+    return CompiledPlan.model_validate(document["plan"])
 
 
-def resume_delivery(operation_id: str, *, locations: Locations,
-                    settings: RunSettings) -> tuple[dict[str, Any], ExitClass]:
+def pinned_plan(locations: Locations, operation_id: str) -> tuple[CompiledPlan, str]:
+    with open_inspection(locations) as view:
+        parent = parent_of(view.journal, operation_id).parent
+        return plan_of(view.store, parent), parent.parent_id
+
+
+def resume_delivery(operation_id: str, *, locations: Locations, settings: RunSettings) -> RouteResult:
     plan, parent_id = pinned_plan(locations, operation_id)
-    with Runtime(plan, locations, worker_id=settings.worker_id, wait_for_async=settings.wait_for_async,
-                 lease_ttl=settings.lease_ttl) as runtime:
-        return result_view(runtime.supervisor.run_parent(parent_id), resumed=True)
+    with open_delivery(plan, locations, settings) as runtime:
+        ensure_capacity(runtime.journal, plan)
+        return runtime.supervisor.run_parent(parent_id)
 
 
-def _child_view(journal: DeliveryJournalPort, row: OperationRow) -> dict[str, Any]:
-    outcome: ChildOutcome = outcome_of(row)
-    receipt = journal.get_receipt(row.operation_id)
-    attempts = journal.list_attempts(row.operation_id)
-    observations = journal.list_observations(row.operation_id)
+@dataclass(frozen=True, slots=True)
+class ChildDetail:
+    """What ``inspect`` shows of one child beyond its result (identifiers, digests, times only)."""
+
+    operation_id: str
+    delivery_key: str
+    frontier_order: int
+    revision: int
+    payload_ref: str
+    payload_digest: str
+    mutation_intent_digest: str
+    attempts: tuple[Attempt, ...]
+    receipt_digest: str | None
+    receipt_age_seconds: int | None
+    """Since the receipt was accepted (its attempt's creation, database clock)."""
+    receipt_ttl_horizon: datetime | None
+    """Until when the receiver certifiably keeps the receipt (profile retention from acceptance)."""
+    last_observation_age_seconds: int | None
+    operator_decisions: tuple[OperatorDecisionRecord, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class InspectionResult:
+    result: RouteResult
+    parent: ParentRecord
+    gate_state: str
+    details: tuple[ChildDetail, ...]
+    orphan_markers: tuple[OrphanMarker, ...]
+
+
+def inspect_operation(operation_id: str, *, locations: Locations) -> InspectionResult:
+    with open_inspection(locations) as view:
+        admitted = parent_of(view.journal, operation_id)
+        plan = plan_of(view.store, admitted.parent)
+        result = read_result(view.journal, admitted.parent.parent_id, capacity_scope=capacity_scope(plan))
+        ids = {child.operation_id for child in admitted.children}
+        orphans = tuple(o for o in view.journal.find_orphan_markers(admitted.parent.operation_namespace)
+                        if o.operation_id in ids)
+        details = tuple(_detail(view, plan, row.operation_id) for row in
+                        sorted(admitted.children, key=lambda child: child.descriptor.ordinal))
+        return InspectionResult(result, admitted.parent, view.journal.gate_status().state.value, details, orphans)
+
+
+def _detail(view: Inspection, plan: CompiledPlan, operation_id: str) -> ChildDetail:
+    journal = view.journal
+    row = journal.get_operation(operation_id)
+    assert row is not None
+    receipt = journal.get_receipt(operation_id)
+    attempts = journal.list_attempts(operation_id)
+    observations = journal.list_observations(operation_id)
     now = journal.now()
-    return {
-        **outcome.as_dict(),
-        "delivery_key": row.delivery_key,
-        "scope": {"start": row.descriptor.scope.start, "end": row.descriptor.scope.end},
-        "frontier_order": row.descriptor.frontier_order,
-        "revision": row.revision,
-        "payload_ref": row.descriptor.payload_ref,
-        "payload_digest": row.descriptor.payload_digest,
-        "mutation_intent_digest": row.descriptor.mutation_intent_digest,
-        "attempts": [{"ordinal": a.attempt_ordinal, "attempt_id": a.attempt_id, "created_at": a.created_at.isoformat(),
-                      "capacity_released": a.capacity_released} for a in attempts],
-        "receipt": None if receipt is None else {"receipt_id": receipt.receipt_id, "digest": receipt.receipt_digest},
-        "last_observation_age_seconds": None if not observations else
+    accepted_at = attempts[-1].created_at if receipt is not None and attempts else None
+    retention = plan.operation.retention.receipt_retention_seconds
+    return ChildDetail(
+        operation_id=operation_id, delivery_key=row.delivery_key, frontier_order=row.descriptor.frontier_order,
+        revision=row.revision, payload_ref=row.descriptor.payload_ref, payload_digest=row.descriptor.payload_digest,
+        mutation_intent_digest=row.descriptor.mutation_intent_digest, attempts=attempts,
+        receipt_digest=None if receipt is None else receipt.receipt_digest,
+        receipt_age_seconds=None if accepted_at is None else int((now - accepted_at).total_seconds()),
+        receipt_ttl_horizon=None if accepted_at is None else accepted_at + timedelta(seconds=retention),
+        last_observation_age_seconds=None if not observations else
         int((now - observations[-1].observed_at).total_seconds()),
-        "allowed_next_actions": list(allowed_actions(row, receipt is not None)),
-    }
-
-
-def inspect_operation(operation_id: str, *, locations: Locations) -> dict[str, Any]:
-    markers = FileMarkerStore(locations.markers)
-    journal = open_journal(locations, markers)
-    try:
-        admitted = _parent_of(journal, operation_id)
-        parent = admitted.parent
-        children = sorted(admitted.children, key=lambda child: child.descriptor.ordinal)
-        fresh = [journal.get_operation(child.operation_id) or child for child in children]
-        orphans = [o for o in journal.find_orphan_markers(parent.operation_namespace)
-                   if o.operation_id in {c.operation_id for c in fresh}]
-        return {
-            "schema_id": INSPECT_SCHEMA,
-            "parent_id": parent.parent_id,
-            "parent_plan_digest": parent.parent_plan_digest,
-            "plan_ref": parent.plan_ref,
-            "profile_contract_digest": parent.profile_contract_digest,
-            "frontier": {"frontier_order": parent.frontier_order, "frontier_scope_end": parent.frontier_scope_end},
-            "gate": journal.gate_status().state.value,
-            "children": [_child_view(journal, row) for row in fresh],
-            "orphan_markers": [{"operation_id": o.operation_id, "attempt_ordinal": o.attempt_ordinal,
-                                "reason": o.reason} for o in orphans],
-            "exit_code": int(overall_exit([outcome_of(row) for row in fresh])),
-        }
-    finally:
-        journal.close()
+        operator_decisions=journal.list_operator_decisions(operation_id),
+    )

@@ -6,9 +6,12 @@ answer is either a design-contract transition from ``submitting`` with its error
 class, or a same-key replay inside the live attempt. In order:
 
 1. REQUEST_NOT_STARTED, proven (no request step started, no byte handed to the kernel):
-   ``request_not_started_retry`` (RETRY_WAIT, NONE_PROVEN) when a next attempt is left in the
-   budget and its backoff fits the remaining time; otherwise ``request_not_started_final``. A
-   permanent local cause (credential or artifact unavailable, authority refused) is final at once.
+   ``request_not_started_retry`` (RETRY_WAIT, NONE_PROVEN), always: a request that never started is
+   never a dead end. A transient cause (connect, DNS, TLS, pool) carries the backoff before the
+   next attempt when one is left in this wake-up's budget and the delay fits the remaining time;
+   a local cause (credential or artifact unavailable: exit 3; authority or redirect refused:
+   exit 2) carries none, because retrying at once cannot help. Either way the child waits in
+   RETRY_WAIT and the next run or resume (the orchestrator's retry is the wake-up) retries it.
 2. An accepted status with every required receipt field: ``receipt_accepted`` (async: ACCEPTED,
    UNDETERMINED) or ``sync_response_succeeded`` (sync: VERIFYING, the verifier derives the
    effect). An accepted status without its receipt is ``sync_response_unclassified``.
@@ -23,7 +26,9 @@ class, or a same-key replay inside the live attempt. In order:
    A lost response (bytes may have reached the peer), 408, 429, any 5xx: the same, UNLESS the
    certified fence permits a same-key replay now (``retry_guard.may_replay_same_key``: live
    attempt, certified payload-bound fence, budget left, inside the key's retention) and the
-   server's Retry-After fits the remaining budget; the replay then waits at least that long.
+   server's Retry-After fits the remaining budget; the replay then waits at least that long. A
+   Retry-After beyond the budget reports ``REST_DELIVERY_RETRY_AFTER_EXCEEDS_BUDGET`` (the delay is
+   never shortened); the effect stays UNKNOWN until a reconciliation proves it.
 6. Anything else (1xx, 3xx, an unlisted 2xx): ``sync_response_unclassified`` (PROTOCOL_UNKNOWN).
 """
 
@@ -61,7 +66,7 @@ _PHASES_AFTER_START = frozenset({
     TransportPhase.RESPONSE_BODY, TransportPhase.COMPLETE,
 })
 _REQUEST_STEPS = ("send_request_headers", "send_request_body", "receive_response_headers", "receive_response_body")
-_PERMANENT_LOCAL_FAILURES: Mapping[FailureKind | None, ExitClass] = {
+LOCAL_FAILURES: Mapping[FailureKind | None, ExitClass] = {
     FailureKind.CREDENTIAL_UNAVAILABLE: ExitClass.UNAVAILABLE,
     FailureKind.BODY_UNAVAILABLE: ExitClass.UNAVAILABLE,
     FailureKind.AUTHORITY_REFUSED: ExitClass.INVALID_INPUT,
@@ -77,9 +82,12 @@ class SubmitAction(StrEnum):
 
 
 class SubmitReason(StrEnum):
-    NOT_STARTED_RETRY = "not_started_retry"
-    NOT_STARTED_BUDGET_EXHAUSTED = "not_started_budget_exhausted"
-    NOT_STARTED_PERMANENT = "not_started_permanent"
+    """Stable words; stored with the transition as the decision's reason."""
+
+    NOT_STARTED_RETRY = "request_not_started"
+    NOT_STARTED_BUDGET_EXHAUSTED = "request_not_started_budget_spent"
+    NOT_STARTED_LOCAL = "request_not_started_local"
+    RETRY_AFTER_EXCEEDS_BUDGET = "retry_after_exceeds_budget"
     ACCEPTED = "accepted"
     ACCEPTED_WITHOUT_RECEIPT = "accepted_without_receipt"
     DUPLICATE_PROVEN = "duplicate_proven"
@@ -127,6 +135,8 @@ class SubmitDecision:
     replay_refused: str | None = None
     """Why no same-key replay was made when the outcome became unknown: a ``GuardReason`` value,
     or the backoff's ``retry_after_exceeds_budget`` / ``budget_exhausted``."""
+    reason_word: str = ""
+    """The stable word stored with the transition (the reason, or the local failure's kind)."""
 
     @property
     def target(self) -> StateTuple | None:
@@ -201,20 +211,24 @@ class _Classifier:
     def _apply(self, transition_id: str, reason: SubmitReason, *, error_code: ErrorCode | None = None,
                exit_class: ExitClass | None = None, receipt: Receipt | None = None,
                retry_delay_ms: int | None = None, rejection_proven: bool = False,
-               replay_refused: str | None = None) -> SubmitDecision:
+               replay_refused: str | None = None, reason_word: str | None = None) -> SubmitDecision:
         move = plan_move(self.contract, self.current, transition_id, error_code=error_code, exit_class=exit_class)
         return SubmitDecision(SubmitAction.APPLY_TRANSITION, reason, move, receipt=receipt,
                               retry_delay_ms=retry_delay_ms, rejection_proven=rejection_proven,
-                              replay_refused=replay_refused)
+                              replay_refused=replay_refused, reason_word=reason_word or reason.value)
 
     def not_started(self, failure: FailureKind | None) -> SubmitDecision:
-        permanent = _PERMANENT_LOCAL_FAILURES.get(failure)
-        if permanent is not None:
-            return self._apply("request_not_started_final", SubmitReason.NOT_STARTED_PERMANENT,
-                               exit_class=permanent)
+        local = LOCAL_FAILURES.get(failure)
+        if local is not None:
+            # Nothing reached the receiver, and retrying now cannot help: wait in RETRY_WAIT for a
+            # fix and the next run, which retries within policy (reason: the failure, e.g.
+            # credential_unavailable, so the result can name what is missing).
+            assert failure is not None
+            return self._apply("request_not_started_retry", SubmitReason.NOT_STARTED_LOCAL, exit_class=local,
+                               reason_word=failure.value)
         budget = self.profile.submit_retry
         if self.context.attempts_used >= budget.max_attempts:
-            return self._apply("request_not_started_final", SubmitReason.NOT_STARTED_BUDGET_EXHAUSTED,
+            return self._apply("request_not_started_retry", SubmitReason.NOT_STARTED_BUDGET_EXHAUSTED,
                                exit_class=ExitClass.UNAVAILABLE)
         delay = next_retry_delay(
             self.context.attempts_used - 1, initial_delay_ms=budget.initial_delay_ms,
@@ -222,9 +236,10 @@ class _Classifier:
             jitter=self.jitter,
         )
         if isinstance(delay, RetryBlocked):
-            return self._apply("request_not_started_final", SubmitReason.NOT_STARTED_BUDGET_EXHAUSTED,
+            return self._apply("request_not_started_retry", SubmitReason.NOT_STARTED_BUDGET_EXHAUSTED,
                                exit_class=ExitClass.UNAVAILABLE)
-        return self._apply("request_not_started_retry", SubmitReason.NOT_STARTED_RETRY, retry_delay_ms=delay.delay_ms)
+        return self._apply("request_not_started_retry", SubmitReason.NOT_STARTED_RETRY, retry_delay_ms=delay.delay_ms,
+                           exit_class=ExitClass.UNAVAILABLE)
 
     def response(self, response: ResponseEvidence) -> SubmitDecision:
         ack = self.profile.acknowledgement
@@ -259,7 +274,15 @@ class _Classifier:
             return self._apply("receipt_accepted", reason, receipt=receipt)
         return self._apply("sync_response_succeeded", reason, receipt=receipt)
 
-    def _unknown(self, reason: SubmitReason, replay_refused: str | None = None) -> SubmitDecision:
+    def _unknown(self, reason: SubmitReason, replay_refused: str | None = None,
+                 server_floor_ms: int | None = None) -> SubmitDecision:
+        if replay_refused == "retry_after_exceeds_budget":
+            # The server asked for a longer wait than the budget has: never shortened, never retried
+            # early (seed "Safe retry"); the effect stays unknown until a reconciliation proves it,
+            # and the server's window is kept as the earliest next attempt.
+            return self._apply("request_outcome_unknown", SubmitReason.RETRY_AFTER_EXCEEDS_BUDGET,
+                               error_code=ErrorCode.RETRY_AFTER_EXCEEDS_BUDGET, replay_refused=replay_refused,
+                               retry_delay_ms=server_floor_ms)
         return self._apply("request_outcome_unknown", reason, error_code=ErrorCode.REMOTE_EFFECT_UNKNOWN,
                            replay_refused=replay_refused)
 
@@ -273,7 +296,8 @@ class _Classifier:
             now=self.context.now,
         )
         if isinstance(delay, RetryBlocked):
-            return self._unknown(reason, delay.reason)
+            # RETRY_AFTER_EXCEEDS_BUDGET when the server's delay is why.
+            return self._unknown(reason, delay.reason, delay.server_floor_ms)
         verdict = may_replay_same_key(
             self.current, profile=self.profile, sends_used=self.context.sends_used,
             live_attempt=self.context.live_attempt,

@@ -22,9 +22,12 @@ partial                PARTIALLY_APPLIED    FAILED        counters say some acce
 partial_not_provable   PARTIALLY_APPLIED    NOT_PROVABLE  receiver says partial, counts unproven
 no_effect              NONE_PROVEN          FAILED        counters say none accepted, or a
                                                           proven pre-processing rejection
-contradictory          UNKNOWN              FAILED        evidence disagrees or the content
-                                                          is not the expected one
-not_provable           UNKNOWN              NOT_PROVABLE  counters missing, or no evidence
+contradictory          UNKNOWN              FAILED        evidence disagrees (counters with the
+                                                          summary, a success acknowledgement
+                                                          with the receiver's content)
+not_provable           UNKNOWN              NOT_PROVABLE  counters missing, no evidence, or a
+                                                          summary of other content without a
+                                                          success acknowledgement
 =====================  ===================  ============  =================================
 
 A success acknowledgement never resolves to proven absence (it becomes contradictory), and a
@@ -80,6 +83,9 @@ _CODES: dict[Outcome, ErrorCode | None] = {
     Outcome.CONTRADICTORY: ErrorCode.COUNT_MISMATCH,
     Outcome.NOT_PROVABLE: ErrorCode.REMOTE_EFFECT_UNKNOWN,
 }
+
+
+_UNKNOWN_OUTCOMES = frozenset({Outcome.CONTRADICTORY, Outcome.NOT_PROVABLE})
 
 
 class _Counted(StrEnum):
@@ -173,13 +179,14 @@ def _count(counters: Counters, expected_rows: int, all_rows_accounted: bool) -> 
 
 def judge(evidence: VerificationEvidence, acknowledgement: AcknowledgementState) -> Outcome:
     """The outcome the evidence supports (pure; see the module table)."""
-    outcome = _judge(evidence)
-    if outcome is Outcome.NO_EFFECT and acknowledgement is AcknowledgementState.SUCCEEDED:
+    succeeded = acknowledgement is AcknowledgementState.SUCCEEDED
+    outcome = _judge(evidence, succeeded=succeeded)
+    if outcome is Outcome.NO_EFFECT and succeeded:
         return Outcome.CONTRADICTORY  # a success receipt never resolves to proven absence
     return outcome
 
 
-def _judge(evidence: VerificationEvidence) -> Outcome:
+def _judge(evidence: VerificationEvidence, *, succeeded: bool) -> Outcome:
     expected, summary = evidence.expected, evidence.summary
     matches: bool | None = None
     if summary is not None and expected.content_digest is not None:
@@ -192,7 +199,9 @@ def _judge(evidence: VerificationEvidence) -> Outcome:
             return Outcome.PARTIAL_NOT_PROVABLE
         if evidence.rejection_proven:
             return Outcome.NO_EFFECT
-        return Outcome.NOT_PROVABLE if matches is None else Outcome.CONTRADICTORY
+        # A receiver holding other content contradicts only a success acknowledgement; without one
+        # it proves nothing either way (an older generation is there, or part of this one).
+        return Outcome.CONTRADICTORY if matches is False and succeeded else Outcome.NOT_PROVABLE
     counted = _count(evidence.counters, expected.rows, evidence.all_rows_accounted)
     if counted is _Counted.MISSING:
         return Outcome.PARTIAL_NOT_PROVABLE if partial else Outcome.NOT_PROVABLE
@@ -218,7 +227,10 @@ def verify(
     outcome = judge(evidence, current.acknowledgement_state)
     prefix = "verified_" if current.remote_effect is RemoteEffect.UNDETERMINED else "reconciled_"
     exit_class = ExitClass.TERMINAL_RECEIVER_FAILURE if outcome is Outcome.NO_EFFECT else None
-    move = plan_move(contract, current, prefix + outcome.value, error_code=_CODES[outcome], exit_class=exit_class)
+    code = _CODES[outcome]
+    if current.acknowledgement_state is AcknowledgementState.EXPIRED and outcome in _UNKNOWN_OUTCOMES:
+        code = ErrorCode.RECEIPT_EXPIRED  # the effect is unknown because the receipt expired
+    move = plan_move(contract, current, prefix + outcome.value, error_code=code, exit_class=exit_class)
     effect, verification = _AXES[outcome]
     if (move.target.remote_effect, move.target.verification_state) != (effect, verification):
         raise PolicyContractError(f"transition {move.transition_id} does not record {effect}/{verification}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import date
+
 import pytest
 
 from sink.airflow.runtime_bridge import (
@@ -12,10 +14,22 @@ from sink.airflow.runtime_bridge import (
     worker_owner,
 )
 from sink.airflow.steps import Complete, DeferOnReceipt, DeferOnTimer, Fail, next_step
+from sink.contracts import results
+from sink.contracts.results import ChildResult
+from sink.runtime.service import DeliverySkipped
+
+_AXES = {"execution_state": "FINALIZED", "remote_effect": "FULLY_APPLIED", "acknowledgement_state": "ACCEPTED",
+         "verification_state": "PASSED", "checkpoint_state": "ELIGIBLE"}
 
 
-def _child(status: str, exit_class: int = 0, code: str | None = None, op: str = "op_1") -> dict[str, object]:
-    return {"operation_id": op, "status": status, "exit_class": exit_class, "error_code": code}
+def _child(status: str, exit_class: int = 0, code: str | None = None, op: str = "op_1",
+           effect: str = "FULLY_APPLIED") -> ChildResult:
+    axes = {**_AXES, "remote_effect": effect} if status == "completed" else {
+        **_AXES, "execution_state": "SUBMITTING", "remote_effect": effect, "verification_state": "NOT_RUN",
+        "checkpoint_state": "BLOCKED"}
+    return ChildResult.model_validate({"operation_id": op, "ordinal": 0, "status": status, "axes": axes,
+                                       "error_code": code, "exit_class": exit_class,
+                                       "scope_start": "2026-01-01T00:00:00Z", "scope_end": "2026-01-02T00:00:00Z"})
 
 
 def test_completed_is_a_redacted_summary() -> None:
@@ -45,20 +59,23 @@ def test_blocked_fails_without_retry_with_code_and_exit_class(exit_class: int, c
     assert "op_p" in step.message and "docs/airflow.md" in step.message
 
 
-def test_result_of_runtime_views() -> None:
-    base = {"parent_id": "op_p", "frontier": {"frontier_order": 0}}
-    assert result_of({**base, "exit_code": 0, "children": [_child("completed"), _child("pending", op="op_2")]}) == \
-        DeliveryPending("op_p", "op_2")
-    assert result_of({**base, "exit_code": 0, "children": [_child("completed")]}) == \
+def test_result_of_typed_runtime_results() -> None:
+    done = _child("completed")
+    assert result_of(results.DeliveryCompleted(parent_id="op_p", children=(done,), frontier_order=0)) == \
         DeliveryCompleted("op_p", ("op_1",), 0)
-    assert result_of({**base, "exit_code": 3, "children": [_child("not_reached", 3)]}) == \
-        DeliveryBlocked("op_p", "op_1", None, 3)
-    assert result_of({**base, "exit_code": 4, "children": [_child("completed"), _child(
-        "blocked", 4, "REST_DELIVERY_REMOTE_EFFECT_UNKNOWN", "op_2")]}) == \
-        DeliveryBlocked("op_p", "op_2", "REST_DELIVERY_REMOTE_EFFECT_UNKNOWN", 4)
-    # Nothing pending, nothing blocked, not all completed: nothing more can be said now -> wait.
-    assert result_of({**base, "exit_code": 0, "children": [_child("not_reached")]}).exit_class == 3  # type: ignore[union-attr]
-    assert result_of({**base, "exit_code": 0, "children": []}) == DeliveryBlocked("op_p", None, None, 3)
+    pending = results.DeliveryPending(parent_id="op_p", children=(done, _child("pending", op="op_2")),
+                                      operation_id="op_2")
+    assert result_of(pending) == DeliveryPending("op_p", "op_2")
+    # Admitted but not sent yet (a busy slot): not a receipt to wait on; the same call later goes on.
+    unsent = results.DeliveryPending(parent_id="op_p", children=(_child("not_reached"),), operation_id="op_1",
+                                     continuation_kind="submit")
+    assert result_of(unsent) == DeliveryBlocked("op_p", "op_1", None, 3)
+    unknown = _child("blocked", 4, "REST_DELIVERY_REMOTE_EFFECT_UNKNOWN", "op_2", effect="UNKNOWN")
+    blocked = results.DeliveryBlocked(parent_id="op_p", children=(done, unknown), operation_id="op_2",
+                                      remote_effect="UNKNOWN", error_code="REST_DELIVERY_REMOTE_EFFECT_UNKNOWN",
+                                      allowed_operator_actions=("reconcile",))
+    assert result_of(blocked) == DeliveryBlocked("op_p", "op_2", "REST_DELIVERY_REMOTE_EFFECT_UNKNOWN", 4)
+    assert result_of(DeliverySkipped(date(2026, 1, 1), date(2026, 1, 2))) == DeliveryCompleted("", (), None)
 
 
 def test_worker_owner_is_a_journal_identifier() -> None:

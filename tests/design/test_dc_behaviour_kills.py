@@ -67,3 +67,42 @@ def test_a_refusal_counts_as_reported_when_any_transition_it_blocks_is_live() ->
     found = _found(doc)
     assert ("reachability", "/legal_tuples/" + str(len(doc["legal_tuples"]) - 1)) in found  # the edit took
     assert ("failure_reachability", "/stable_error_codes") not in found
+
+
+def _absence(doc: Document) -> tuple[dict[str, Any], str]:
+    t = transition(doc, "reconciled_absence_proven", "reconciling_unknown_not_accepted")
+    index = next(i for i, candidate in enumerate(doc["transitions"]) if candidate is t)
+    return t, f"/transitions/{index}"
+
+
+def test_the_bundled_absence_reconciliation_is_a_safe_retry() -> None:
+    _, where = _absence(doc := bundled_document())
+    assert ("safe_retry", where) not in _found(doc)
+
+
+def test_an_absence_reconciliation_without_its_proof_is_refused() -> None:
+    t, where = _absence(doc := bundled_document())
+    t["cas_preconditions"].remove("exact_absence_proven")
+    assert ("safe_retry", where) in _found(doc)
+
+
+def test_an_absence_reconciliation_without_budget_is_refused() -> None:
+    t, where = _absence(doc := bundled_document())
+    t["cas_preconditions"].remove("retry_budget_remaining")
+    assert ("safe_retry", where) in _found(doc)
+
+
+def test_an_automatic_move_into_retry_wait_from_verification_is_refused() -> None:
+    """The proof of exact absence is an operator's reconciliation, never an automatic step."""
+    t, where = _absence(doc := bundled_document())
+    t["kind"] = "automatic"
+    assert ("safe_retry", where) in _found(doc)
+
+
+def test_an_operator_move_into_retry_wait_from_a_finalized_tuple_is_refused() -> None:
+    """Only an open reconciliation (VERIFYING) carries the new evidence; a finalized tuple is reopened first."""
+    t, _ = _absence(doc := bundled_document())
+    index = _add_transition(doc, "reopen_to_retry", "finalized_not_accepted_outcome_lost", "retry_wait",
+                            preconditions=list(t["cas_preconditions"]))
+    doc["transitions"][index]["kind"] = "operator_only"
+    assert ("safe_retry", f"/transitions/{index}") in _found(doc)

@@ -98,6 +98,20 @@ def test_partially_applied_lower_generation_blocks_the_higher(journal_env: Journ
     _refused_with(env, _one(env, "high", day(3), day(5), generation=GEN2), ErrorCode.OVERLAPPING_EFFECT_IN_FLIGHT)
 
 
+def test_an_abandoned_lower_generation_no_longer_blocks_the_higher(journal_env: JournalEnv) -> None:
+    """An operator abandoned the partial lower generation: the correction generation may go."""
+    env = journal_env
+    env.journal.configure_capacity(CAPACITY, 8)
+    low = submit(env.journal, env.markers, _one(env, "low", day(1), day(8))).operation
+    partial = step(env.journal, step(env.journal, low, "sync_response_succeeded"), "verified_partial")
+    high = _one(env, "high", day(3), day(5), generation=GEN2)
+    rows = [replace(partial, abandoned=True)]
+    check_submit_permitted(high.operation_id, high.descriptor, rows, [])  # the pure policy, abandoned
+    with pytest.raises(DeliveryError) as still:
+        check_submit_permitted(high.operation_id, high.descriptor, [partial], [])
+    assert still.value.code is ErrorCode.OVERLAPPING_EFFECT_IN_FLIGHT
+
+
 def test_resolved_lower_generation_does_not_block(journal_env: JournalEnv) -> None:
     """The other side of the fence: a lower effect proven FULLY_APPLIED is no longer in flight."""
     env = journal_env

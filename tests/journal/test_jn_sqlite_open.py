@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 
 from sink.journal.markers import FileMarkerStore
-from sink.journal.port import DeliveryJournalPort, JournalConfigurationError
+from sink.journal.port import (
+    DeliveryJournalPort,
+    JournalConfigurationError,
+    JournalRejection,
+    JournalSchemaMismatch,
+    NotAJournal,
+)
 from sink.journal.sqlite.adapter import open_sqlite_journal
 from sink.journal.sqlite.migrations import LATEST_VERSION, MIGRATIONS
 
@@ -74,3 +80,59 @@ def test_version_1_file_is_migrated_forward_keeping_its_rows(tmp_path: Path) -> 
     assert "operations_by_domain" not in indexes
     assert {"operations_by_domain_scope", "capacity_reservations_by_scope"} <= indexes
     assert applied[0] == (1, "earlier") and [v for v, _ in applied] == list(range(1, LATEST_VERSION + 1))
+
+
+def _foreign(path: Path) -> bytes:
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE notes (body TEXT)")
+        conn.execute("INSERT INTO notes VALUES ('mine')")
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("read_only", [False, True])
+def test_another_applications_database_is_refused_and_left_untouched(tmp_path: Path, read_only: bool) -> None:
+    path = tmp_path / "j.db"
+    before = _foreign(path)
+    with pytest.raises(NotAJournal, match="another application"):
+        open_sqlite_journal(path, markers=FileMarkerStore(tmp_path / "m"), read_only=read_only)
+    assert path.read_bytes() == before
+    assert not path.with_name("j.db-wal").exists() and not path.with_name("j.db-shm").exists()
+
+
+def test_bytes_that_are_not_a_database_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "j.db"
+    path.write_bytes(b"not sqlite " * 500)
+    with pytest.raises(NotAJournal, match="not a database"):
+        open_sqlite_journal(path, markers=FileMarkerStore(tmp_path / "m"))
+    assert path.read_bytes() == b"not sqlite " * 500
+
+
+@pytest.mark.parametrize("link", ["j.db", "j.db-wal", "j.db-shm"])
+def test_a_symlink_at_the_journal_or_its_companions_is_never_followed(tmp_path: Path, link: str) -> None:
+    if link != "j.db":
+        open_sqlite_journal(tmp_path / "j.db", markers=FileMarkerStore(tmp_path / "m")).close()
+        (tmp_path / link).unlink(missing_ok=True)
+    target = tmp_path / "elsewhere"
+    (tmp_path / link).symlink_to(target)
+    for read_only in (False, True):
+        with pytest.raises(NotAJournal, match="symbolic link"):
+            open_sqlite_journal(tmp_path / "j.db", markers=FileMarkerStore(tmp_path / "m"), read_only=read_only)
+    assert not target.exists()
+
+
+def test_read_only_opening_creates_migrates_and_writes_nothing(tmp_path: Path) -> None:
+    with pytest.raises(NotAJournal, match="no journal"):
+        open_sqlite_journal(tmp_path / "missing.db", markers=FileMarkerStore(tmp_path / "m"), read_only=True)
+    assert not (tmp_path / "missing.db").exists()
+    open_sqlite_journal(tmp_path / "j.db", markers=FileMarkerStore(tmp_path / "m")).close()
+    viewer = open_sqlite_journal(tmp_path / "j.db", markers=FileMarkerStore(tmp_path / "m"), read_only=True)
+    try:
+        assert viewer.gate_status().journal_epoch == 1 and viewer.schema_version() == LATEST_VERSION
+        with pytest.raises(JournalRejection, match="read-only"):
+            viewer.configure_capacity("scope", 1)
+    finally:
+        viewer.close()
+    with sqlite3.connect(tmp_path / "j.db") as conn:
+        conn.execute("DELETE FROM schema_version WHERE version = ?", (LATEST_VERSION,))
+    with pytest.raises(JournalSchemaMismatch, match="older than this code"):
+        open_sqlite_journal(tmp_path / "j.db", markers=FileMarkerStore(tmp_path / "m"), read_only=True)

@@ -11,7 +11,13 @@ import pytest
 from jpg_support import TESTS_ONLY, daily_parent, drop_schema, new_schema
 
 from sink.journal.markers import FileMarkerStore
-from sink.journal.port import JournalConfigurationError, JournalUnavailable
+from sink.journal.port import (
+    JournalConfigurationError,
+    JournalRejection,
+    JournalSchemaMismatch,
+    JournalUnavailable,
+    NotAJournal,
+)
 from sink.journal.postgres import open_postgres_journal
 from sink.journal.postgres.schema import bundled_migrations
 
@@ -98,4 +104,34 @@ def test_jpg_overlap_queries_can_use_the_gist_index_and_the_map_rejects_overlap(
                              "tstzrange('2026-08-02', '2026-08-05', '[)'), '2026-10-03', 0)")
     finally:
         journal.close()
+        drop_schema(pg_dsn, schema)
+
+
+def test_jpg_read_only_opening_creates_migrates_and_writes_nothing(pg_dsn: str, tmp_path: Path) -> None:
+    """Inspection opens an existing journal read-only: a missing schema is NotAJournal (and stays
+    missing), an older one is a mismatch (never migrated), and a write is refused by the server."""
+    schema = new_schema()
+    markers = FileMarkerStore(tmp_path)
+    try:
+        with pytest.raises(NotAJournal, match="no restproof journal"):
+            open_postgres_journal(pg_dsn, durability=TESTS_ONLY, schema=schema, markers=markers, read_only=True)
+        assert _query(pg_dsn, "public", f"SELECT count(*) FROM pg_namespace WHERE nspname = '{schema}'") == [(0,)]
+        writer = open_postgres_journal(pg_dsn, durability=TESTS_ONLY, schema=schema, markers=markers)
+        admitted = writer.admit_parent(daily_parent("ro", 2))
+        writer.close()
+        viewer = open_postgres_journal(pg_dsn, durability=TESTS_ONLY, schema=schema, markers=markers, read_only=True)
+        try:
+            assert viewer.schema_version() == bundled_migrations()[-1].version
+            parent = viewer.get_parent(admitted.parent.parent_id)
+            assert parent is not None and parent.parent_id == admitted.parent.parent_id
+            with pytest.raises(JournalRejection, match="read-only"):
+                viewer.configure_capacity("scope", 1)
+        finally:
+            viewer.close()
+        assert _query(pg_dsn, schema, "SELECT count(*) FROM capacity_scopes") == [(0,)]
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute(f"DELETE FROM {schema}.schema_version WHERE version = {bundled_migrations()[-1].version}")
+        with pytest.raises(JournalSchemaMismatch, match="older than this code"):
+            open_postgres_journal(pg_dsn, durability=TESTS_ONLY, schema=schema, markers=markers, read_only=True)
+    finally:
         drop_schema(pg_dsn, schema)

@@ -103,7 +103,7 @@ def test_gc_dry_run_lists_only_unreferenced_artifacts(tmp_path: Path) -> None:
     orphan = store.put_bytes(b"an orphan").digest
     before = sorted(store.list_refs())
     done = _delivery("gc", "--dry-run", "--artifacts-dir", str(tmp_path / "artifacts"), "--journal",
-                     str(tmp_path / "journal.db"), "--grace-seconds", "0", "--format", "json")
+                     f"sqlite:{tmp_path / 'journal.db'}", "--grace-seconds", "0", "--format", "json")
     assert done.returncode == 0, done.stderr
     view = json.loads(done.stdout)
     assert view["unreferenced"] == [orphan]

@@ -17,6 +17,7 @@ from pathlib import Path
 from rt_support import response
 
 from sink.contracts.profile import OperationProfile
+from sink.contracts.results import ChildResult
 from sink.contracts.transport import PreparedRequest, ResponseBounds, TimeoutVector, TransportOutcome
 from sink.design.query import load_design_contract
 from sink.journal.markers import FileMarkerStore, MarkerStore
@@ -33,8 +34,11 @@ from sink.journal.sqlite.adapter import SqliteJournal
 from sink.journal.step_records import SubmitGrant, SubmitRequest
 from sink.payload.summary_digest import rows_digest
 from sink.runtime.backoff import JitterSource
+from sink.runtime.lease_keeper import LeaseKeeper
 from sink.runtime.ports import SupervisorConfig, SupervisorPorts
 from sink.runtime.rate_limiter import RequestKind
+from sink.runtime.submit_step import SubmitStep
+from sink.runtime.supervisor import Supervisor
 from tests.supervisor.sv_support import TestChild, TestRequests, admit, children_for, sync_profile
 
 CONTRACT = load_design_contract()
@@ -285,3 +289,17 @@ def summary_of(child: TestChild, *, rows: int | None = None, digest: str | None 
     """The receiver's read-only summary of the child's scope (defaults: exactly its rows)."""
     return response(200, {"/row_count": len(child.rows) if rows is None else rows,
                           "/content_digest": rows_digest(child.rows) if digest is None else digest})
+
+
+def submit_step(rig: FastRig) -> SubmitStep:
+    """The rig's SubmitStep with its own lease keeper (as the supervisor builds it)."""
+    keeper = LeaseKeeper(rig.journal, rig.config.worker_id, rig.config.lease_ttl, failpoint=rig.ports.failpoint)
+    return SubmitStep(rig.ports, rig.config, keeper)
+
+
+def drive(rig: FastRig, operation_id: str | None = None, supervisor: Supervisor | None = None) -> ChildResult:
+    """Drive one child as a run would, and read its result back from the journal."""
+    sup = supervisor or Supervisor(rig.ports, rig.config)
+    op = operation_id or rig.row().operation_id
+    row = sup.drive_child(op)
+    return next(c for c in sup.result(row.parent_id).children if c.operation_id == op)

@@ -133,11 +133,15 @@ def test_transient_errors_observe_nothing_and_count(outcome: TransportOutcome) -
     _assert(_poll(outcome, errors=1), None, None, None, PollReason.TRANSIENT_ERROR, errors=2)
 
 
-def test_error_budget_exhaustion_expires_the_receipt() -> None:
+def test_error_budget_exhaustion_pauses_and_never_expires_the_receipt() -> None:
+    """Five 500s in a row say the receiver is failing, not that the receipt expired."""
     _assert(_poll(response(503), errors=3), None, None, None, PollReason.TRANSIENT_ERROR, errors=4)
-    decision = _poll(response(503), "waiting_ack_accepted", errors=4)
-    _assert(decision, "poll_observed_expired", "verifying_expired", ACK.EXPIRED, PollReason.ERROR_BUDGET_EXHAUSTED,
-            code=ErrorCode.RECEIPT_EXPIRED, errors=5)
+    for state in ("waiting_ack_accepted", "waiting_ack_running"):
+        decision = _poll(response(503), state, errors=4)
+        _assert(decision, None, None, None, PollReason.ERROR_BUDGET_EXHAUSTED, errors=5)
+    # A deadline that has passed meanwhile still decides the receipt (the budget is a pause only).
+    _assert(_poll(response(500), "waiting_ack_running", errors=4, deadline=True), "poll_observed_expired",
+            "verifying_expired", ACK.EXPIRED, PollReason.DEADLINE_PASSED, code=ErrorCode.RECEIPT_EXPIRED, errors=5)
 
 
 def test_observation_budget_exhaustion_expires_the_receipt() -> None:

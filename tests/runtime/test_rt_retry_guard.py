@@ -18,6 +18,7 @@ from sink.runtime.retry_guard import (
     fence_retention_ms,
     may_replay_same_key,
     may_start_attempt,
+    may_take_over,
 )
 
 FENCED = profile(SYNC_PROFILE)  # idempotency_key_header, 86400 s, max_attempts 3
@@ -104,6 +105,41 @@ def test_replay_must_land_inside_the_fence_retention() -> None:
         False, GuardReason.FENCE_RETENTION_EXCEEDED, ErrorCode.UNSAFE_RETRY)
     assert _replay(elapsed=ttl - 500, delay=0).permitted is True
     assert _replay(elapsed=0, delay=ttl).permitted is False
+
+
+def _takeover(current_name: str = "submitting", *, prof: object = FENCED, age: int = 0) -> GuardVerdict:
+    return may_take_over(tuple_named(current_name), profile=prof, attempt_age_ms=age)  # type: ignore[arg-type]
+
+
+def test_takeover_of_a_gone_workers_submitting_attempt_under_a_certified_fence() -> None:
+    assert _takeover() == GuardVerdict(True, GuardReason.TAKEOVER_FENCED_REPLAY, None)
+    assert _takeover(age=86_400_000 - 1).permitted is True
+
+
+@pytest.mark.parametrize("name", ["finalized_not_accepted_outcome_lost", "reconciling_unknown_not_accepted",
+                                  "reconciling_partial_succeeded", "finalized_failed_unknown_failed"])
+def test_takeover_never_after_unknown_or_partial(name: str) -> None:
+    assert _takeover(name) == GuardVerdict(False, GuardReason.EFFECT_NOT_PROVEN_ABSENT, ErrorCode.UNSAFE_RETRY)
+
+
+@pytest.mark.parametrize("name", ["sealed", "retry_wait", "accepted_ack_accepted", "waiting_ack_running"])
+def test_takeover_only_from_submitting(name: str) -> None:
+    assert _takeover(name) == GuardVerdict(False, GuardReason.NOT_A_SUBMIT_STATE, ErrorCode.UNSAFE_RETRY)
+
+
+def test_takeover_refused_without_a_certified_fence() -> None:
+    assert _takeover(prof=no_fence()) == GuardVerdict(False, GuardReason.FENCE_NOT_CERTIFIED,
+                                                      ErrorCode.UNSAFE_RETRY)
+
+
+def test_takeover_must_land_strictly_inside_the_retention_from_the_attempt_row() -> None:
+    exceeded = GuardVerdict(False, GuardReason.FENCE_RETENTION_EXCEEDED, ErrorCode.UNSAFE_RETRY)
+    assert _takeover(age=86_400_000) == exceeded
+    assert _takeover(age=86_400_001) == exceeded
+    # A negative age (the attempt row "from the future") proves nothing about the send time.
+    assert _takeover(age=-1) == exceeded
+    assert _takeover(age=0).permitted is True
+    assert _takeover(age=1).permitted is True
 
 
 def test_fence_retention_falls_back_to_receipt_retention() -> None:

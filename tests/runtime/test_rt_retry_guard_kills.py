@@ -18,6 +18,7 @@ PINNED_REASONS = {
     "LEASE_EXPIRED_AFTER_SUBMITTING": "lease_expired_after_submitting",
     "FENCE_NOT_CERTIFIED": "fence_not_certified",
     "FENCE_RETENTION_EXCEEDED": "fence_retention_exceeded",
+    "TAKEOVER_FENCED_REPLAY": "takeover_fenced_replay",
 }
 
 

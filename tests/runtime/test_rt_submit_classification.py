@@ -82,7 +82,7 @@ def _assert_move(decision: SubmitDecision, transition_id: str, target: str, *,
 def test_not_started_with_budget_waits_to_retry() -> None:
     jitter = TopJitter()
     decision = _classify(not_started(), jitter=jitter)
-    _assert_move(decision, "request_not_started_retry", "retry_wait")
+    _assert_move(decision, "request_not_started_retry", "retry_wait", exit_class=ExitClass.UNAVAILABLE)
     assert decision.target is not None and decision.target.remote_effect is RemoteEffect.NONE_PROVEN
     assert decision.reason is SubmitReason.NOT_STARTED_RETRY
     assert jitter.uppers == [500] and decision.retry_delay_ms == 500
@@ -94,19 +94,18 @@ def test_not_started_backoff_grows_with_the_attempt() -> None:
     assert jitter.uppers == [1000] and decision.retry_delay_ms == 1000
 
 
-def test_not_started_without_attempts_left_is_final() -> None:
+def test_not_started_without_attempts_left_waits_for_the_next_wake_up() -> None:
+    """Never a dead end: the wake-up's budget is spent, the child waits in RETRY_WAIT for the next run."""
     decision = _classify(not_started(), attempts_used=3)
-    _assert_move(decision, "request_not_started_final", "finalized_not_accepted_not_started",
-                 exit_class=ExitClass.UNAVAILABLE)
+    _assert_move(decision, "request_not_started_retry", "retry_wait", exit_class=ExitClass.UNAVAILABLE)
     assert decision.reason is SubmitReason.NOT_STARTED_BUDGET_EXHAUSTED
-    assert decision.retry_delay_ms is None
+    assert decision.retry_delay_ms is None and decision.reason_word == "request_not_started_budget_spent"
 
 
-def test_not_started_without_time_left_is_final() -> None:
+def test_not_started_without_time_left_waits_for_the_next_wake_up() -> None:
     decision = _classify(not_started(), remaining_budget_ms=0)
-    _assert_move(decision, "request_not_started_final", "finalized_not_accepted_not_started",
-                 exit_class=ExitClass.UNAVAILABLE)
-    assert decision.reason is SubmitReason.NOT_STARTED_BUDGET_EXHAUSTED
+    _assert_move(decision, "request_not_started_retry", "retry_wait", exit_class=ExitClass.UNAVAILABLE)
+    assert decision.reason is SubmitReason.NOT_STARTED_BUDGET_EXHAUSTED and decision.retry_delay_ms is None
 
 
 @pytest.mark.parametrize(("failure", "exit_class"), [
@@ -115,17 +114,20 @@ def test_not_started_without_time_left_is_final() -> None:
     (FailureKind.AUTHORITY_REFUSED, ExitClass.INVALID_INPUT),
     (FailureKind.REDIRECT_REFUSED, ExitClass.INVALID_INPUT),
 ])
-def test_permanent_local_cause_is_final_at_once(failure: FailureKind, exit_class: ExitClass) -> None:
+def test_a_local_cause_waits_without_a_retry_delay_and_names_itself(failure: FailureKind,
+                                                                     exit_class: ExitClass) -> None:
     decision = _classify(not_started(failure=failure, phase=None, steps=()))
-    _assert_move(decision, "request_not_started_final", "finalized_not_accepted_not_started", exit_class=exit_class)
-    assert decision.reason is SubmitReason.NOT_STARTED_PERMANENT
+    _assert_move(decision, "request_not_started_retry", "retry_wait", exit_class=exit_class)
+    assert decision.reason is SubmitReason.NOT_STARTED_LOCAL
+    assert decision.reason_word == failure.value and decision.retry_delay_ms is None
 
 
 @pytest.mark.parametrize("failure", [FailureKind.DNS_ERROR, FailureKind.DNS_TIMEOUT, FailureKind.CONNECT_TIMEOUT,
                                      FailureKind.TLS_ERROR, FailureKind.POOL_TIMEOUT, None])
 def test_transient_not_started_causes_retry(failure: FailureKind | None) -> None:
     decision = _classify(not_started(failure=failure, phase=None, steps=()))
-    _assert_move(decision, "request_not_started_retry", "retry_wait")
+    _assert_move(decision, "request_not_started_retry", "retry_wait", exit_class=ExitClass.UNAVAILABLE)
+    assert decision.retry_delay_ms is not None
 
 
 @pytest.mark.parametrize("phase", [TransportPhase.REQUEST_HEADERS, TransportPhase.REQUEST_BODY,
@@ -197,12 +199,16 @@ def test_retryable_status_with_fence_replays_after_retry_after(status: int) -> N
     assert decision.retry_delay_ms == 5000
 
 
-def test_fenced_replay_blocked_by_retry_after_beyond_budget_is_unknown() -> None:
+def test_fenced_replay_blocked_by_retry_after_beyond_budget_reports_its_code() -> None:
     decision = _classify(response(503, headers={"retry-after": "601"}), SYNC)
     _assert_move(decision, "request_outcome_unknown", "finalized_not_accepted_outcome_lost",
-                 code=ErrorCode.REMOTE_EFFECT_UNKNOWN, exit_class=ExitClass.EFFECT_UNKNOWN_OR_MANUAL)
+                 code=ErrorCode.RETRY_AFTER_EXCEEDS_BUDGET, exit_class=ExitClass.EFFECT_UNKNOWN_OR_MANUAL)
     assert decision.replay_refused == "retry_after_exceeds_budget"
-    assert decision.reason is SubmitReason.MAY_HAVE_REACHED_PEER
+    assert decision.reason is SubmitReason.RETRY_AFTER_EXCEEDS_BUDGET
+    assert decision.retry_delay_ms == 601_000, "the server's window is kept, never shortened"
+    # A budget spent without the server's word is the plain unknown effect.
+    spent = _classify(response(503), SYNC, remaining_budget_ms=0)
+    assert spent.move is not None and spent.move.error_code is ErrorCode.REMOTE_EFFECT_UNKNOWN
 
 
 def test_fenced_replay_honours_an_http_date_retry_after() -> None:
@@ -401,8 +407,11 @@ def test_every_decision_is_a_listed_transition_from_submitting() -> None:
                 assert listed == decision.move.transition
                 assert CONTRACT.is_legal(decision.move.target)
                 seen.add(decision.move.transition_id)
-    # receipt_running is left to the first poll: a submit response is never taken as a RUNNING observation.
-    assert seen == {t.id for t in CONTRACT.transitions_from(SUBMITTING)} - {"receipt_running"}
+    # receipt_running is left to the first poll: a submit response is never taken as a RUNNING observation;
+    # a request that never started always waits in RETRY_WAIT (request_not_started_final is not automatic
+    # any more: never a dead end).
+    assert seen == {t.id for t in CONTRACT.transitions_from(SUBMITTING)} - {"receipt_running",
+                                                                          "request_not_started_final"}
 
 
 def test_only_an_accepted_answer_carries_result_counters() -> None:

@@ -13,9 +13,10 @@ from sink.runtime.submit_classification import SubmitAction, SubmitContext, Subm
 # stored record that names one.
 PINNED_ACTIONS = {"APPLY_TRANSITION": "apply_transition", "REPLAY_SAME_KEY": "replay_same_key"}
 PINNED_REASONS = {
-    "NOT_STARTED_RETRY": "not_started_retry",
-    "NOT_STARTED_BUDGET_EXHAUSTED": "not_started_budget_exhausted",
-    "NOT_STARTED_PERMANENT": "not_started_permanent",
+    "NOT_STARTED_RETRY": "request_not_started",
+    "NOT_STARTED_BUDGET_EXHAUSTED": "request_not_started_budget_spent",
+    "NOT_STARTED_LOCAL": "request_not_started_local",
+    "RETRY_AFTER_EXCEEDS_BUDGET": "retry_after_exceeds_budget",
     "ACCEPTED": "accepted",
     "ACCEPTED_WITHOUT_RECEIPT": "accepted_without_receipt",
     "DUPLICATE_PROVEN": "duplicate_proven",

@@ -1,25 +1,34 @@
 """The supervisor's verification evidence through its ports (issue 14): which counters and which
 read-only summary reach the verifier, and the outcome each makes durable. A summary of the wrong
 shape, a failed summary read or half the counters never prove a full effect; a recovering process
-(no response in memory) rests on the summary alone; a proven rejection exits 5."""
+verifies from the same counters the live one saw (they are durable with the move into VERIFYING);
+a proven rejection exits 5."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
 
-from rt_ports import FastRig, NoSummaryRequests, ScriptedTransport, accepted, fast_rig, reads, summary_of
+from rt_ports import (
+    FastRig,
+    NoSummaryRequests,
+    ScriptedTransport,
+    accepted,
+    drive,
+    fast_rig,
+    reads,
+    submit_step,
+    summary_of,
+)
 from rt_support import reached_peer, response
 
 from sink.contracts.errors import ExitClass
 from sink.contracts.profile import OperationProfile
 from sink.contracts.profile_verification import VerificationSpec
+from sink.contracts.results import ChildResult, ChildStatus
 from sink.contracts.state import ExecutionState, RemoteEffect, VerificationState
 from sink.contracts.transport import TransportOutcome
 from sink.runtime.journal_moves import facts_digest
-from sink.runtime.outcome import ChildOutcome, ChildStatus
-from sink.runtime.submit_step import SubmitStep
-from sink.runtime.supervisor import Supervisor
 from tests.supervisor.sv_support import sync_profile
 
 
@@ -32,20 +41,20 @@ def _rig(work: Path, submits: list[TransportOutcome], *, profile: OperationProfi
     return rig
 
 
-def _drive(rig: FastRig) -> ChildOutcome:
-    return Supervisor(rig.ports, rig.config).drive(rig.row().operation_id)
+def _drive(rig: FastRig) -> ChildResult:
+    return drive(rig)
 
 
-def _recovering(rig: FastRig, summary: TransportOutcome | None = None) -> ChildOutcome:
-    """Submit in one process, verify in a fresh one (nothing of the response in memory)."""
-    SubmitStep(rig.ports, rig.config).run(rig.row(), operation_started_ms=rig.clock.now_ms)
+def _recovering(rig: FastRig, summary: TransportOutcome | None = None) -> ChildResult:
+    """Submit in one process, verify in a fresh one (only the journal carries the answer's facts)."""
+    submit_step(rig).run(rig.row(), operation_started_ms=rig.clock.now_ms, wake_attempts=0)
     assert rig.row().axes.execution_state is ExecutionState.VERIFYING
     if summary is not None:
         rig.transport.read = summary
     return _drive(rig)
 
 
-def _not_provable(outcome: ChildOutcome) -> bool:
+def _not_provable(outcome: ChildResult) -> bool:
     return (outcome.axes.remote_effect, outcome.axes.verification_state) == (
         RemoteEffect.UNKNOWN, VerificationState.NOT_PROVABLE)
 
@@ -123,12 +132,12 @@ def test_a_recovering_process_verifies_from_the_summary_alone(tmp_path: Path) ->
 
 
 def test_a_failed_summary_read_proves_nothing(tmp_path: Path) -> None:
-    rig = _rig(tmp_path, [accepted()])
+    rig = _rig(tmp_path, [_counters(None, None)])  # an answer without counters: the summary decides
     assert _not_provable(_recovering(rig, reached_peer()))
 
 
 def test_a_summary_with_another_status_proves_nothing(tmp_path: Path) -> None:
-    rig = _rig(tmp_path, [accepted()])
+    rig = _rig(tmp_path, [_counters(None, None)])
     good = summary_of(rig.children[0])
     assert good.response is not None
     assert _not_provable(_recovering(rig, replace(good, response=replace(good.response, status=203))))
@@ -142,6 +151,20 @@ def test_a_summary_of_the_wrong_shape_proves_nothing(tmp_path: Path) -> None:
         "number-digest": lambda child: response(200, {"/row_count": 1, "/content_digest": 7}),
     }
     for name, shape in cases.items():
-        rig = _rig(tmp_path / name, [accepted(rows=1)], rows_per_day=1)
+        rig = _rig(tmp_path / name, [_counters(None, None)], rows_per_day=1)
         outcome = _recovering(rig, reads(rig.children, summary=shape))
         assert _not_provable(outcome), name
+
+
+def test_a_recovering_process_verifies_from_the_counters_the_live_one_saw(tmp_path: Path) -> None:
+    """The answer's counters are durable with ``sync_response_succeeded``: a process that never saw
+    the answer reaches the same outcome, code and exit class as the one that did."""
+    live = _rig(tmp_path / "live", [_counters(2, 1)], profile=sync_profile(summary=False))
+    recovering = _rig(tmp_path / "recovering", [_counters(2, 1)], profile=sync_profile(summary=False))
+    seen, recovered = _drive(live), _recovering(recovering)
+    for outcome in (seen, recovered):
+        assert outcome.axes.remote_effect is RemoteEffect.PARTIALLY_APPLIED
+        assert (outcome.status, outcome.exit_class) == (ChildStatus.BLOCKED, ExitClass.EFFECT_UNKNOWN_OR_MANUAL)
+    assert (seen.error_code, seen.reason) == (recovered.error_code, recovered.reason)
+    stored = recovering.row().facts
+    assert (stored.accepted_rows, stored.rejected_rows) == (2, 1)

@@ -129,8 +129,10 @@ def test_summary_alone_proves_full(ack: ACK) -> None:
 
 @pytest.mark.parametrize("summary", [WRONG_DIGEST, WRONG_COUNT])
 def test_summary_alone_with_other_content(summary: ReceiverSummary) -> None:
+    # Other content contradicts only a success acknowledgement; otherwise it proves nothing.
     assert _judge(ACK.SUCCEEDED, None, summary=summary) is Outcome.CONTRADICTORY
-    assert _judge(ACK.EXPIRED, None, summary=summary) is Outcome.CONTRADICTORY
+    for ack in (ACK.EXPIRED, ACK.FAILED, ACK.CANCELLED, ACK.PROTOCOL_UNKNOWN, ACK.NOT_ACCEPTED):
+        assert _judge(ack, None, summary=summary) is Outcome.NOT_PROVABLE, ack
     assert _judge(ACK.FAILED, None, summary=summary, rejection_proven=True) is Outcome.NO_EFFECT
     assert _judge(ACK.SUCCEEDED, None, summary=summary, receiver_reported_partial=True) is \
         Outcome.PARTIAL_NOT_PROVABLE

@@ -57,22 +57,34 @@ class Operator:
     def workload(self, name: str) -> str:
         return str(self.scenarios / "workloads" / f"{name}.yaml")
 
-    def delivery(self, *args: str, failpoint: str | None = None) -> Result:
+    def delivery(self, *args: str, failpoint: str | None = None, token: bool = True, fmt: str = "json") -> Result:
         env = {**os.environ, "MOCK_RECEIVER_TOKEN": TOKEN}
+        if not token:
+            env.pop("MOCK_RECEIVER_TOKEN")
         env.pop("RESTPROOF_FAILPOINT", None)
         if failpoint:
             env["RESTPROOF_FAILPOINT"] = failpoint
         where = ["--state-dir", str(self.state), *(["--journal", self.journal] if self.journal else [])]
-        done = subprocess.run([DELIVERY, *args, *where, "--format", "json"], check=False, capture_output=True,
+        done = subprocess.run([DELIVERY, *args, *where, "--format", fmt], check=False, capture_output=True,
                               text=True, env=env, timeout=240)
         assert "Traceback" not in done.stderr, done.stderr[-3000:]
+        if fmt != "json":
+            return Result(done.returncode, {"text": done.stdout}, done.stderr)
         lines = done.stdout.strip().splitlines()
         return Result(done.returncode, json.loads(lines[-1]) if lines else {}, done.stderr)
 
     def run(self, workload: str, scope_from: str, scope_to: str, *extra: str, failpoint: str | None = None,
-            worker: str = "host-a") -> Result:
+            worker: str = "host-a", token: bool = True) -> Result:
         return self.delivery("run", self.workload(workload), "--scope-from", scope_from, "--scope-to", scope_to,
-                             "--worker-id", worker, *extra, failpoint=failpoint)
+                             "--worker-id", worker, *extra, failpoint=failpoint, token=token)
+
+    def gets(self) -> list[dict[str, Any]]:
+        return [entry for entry in self.services.proxy_log() if entry["method"] == "GET"]
+
+    def advance_clock(self, seconds: int) -> None:
+        answer = self.services.http.post(self.services.admin_url + "/_admin/clock/advance", json={"seconds": seconds},
+                                         headers=ADMIN)
+        assert answer.status_code == 200, answer.text
 
     def inspect(self, operation_id: str) -> dict[str, Any]:
         return self.delivery("inspect", "--operation-id", operation_id).document

@@ -2,14 +2,14 @@
 every refusal happens before ANY request (the proxy's log and the receiver's ledger are the judges).
 
 * an intent conflict: the same delivery re-run under different receiver semantics;
-* overlapping generations: a higher generation refused while a lower overlapping one is UNKNOWN,
-  and a stale (lower) generation refused;
+* overlapping generations: a higher generation refused while a lower overlapping one is UNKNOWN
+  (recorded in the journal: the result and a later inspect say so), and a stale (lower) generation
+  refused;
 * an incremental append over a scope already appended.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -52,15 +52,15 @@ def test_an_intent_conflict_is_refused_before_any_request(operator: Operator) ->
 
 
 def _leave_unknown(operator: Operator) -> None:
-    """Deliver 2026-03-01..05 (two children, both in flight at once) so that at least one child is
-    UNKNOWN: the worker is killed after the receiver answered, a second host records the loss."""
-    killed = operator.run(SYNC, "2026-03-01", "2026-03-05", "--lease-seconds", "1",
-                          failpoint="http.submit.after_response_headers")
-    assert killed.code == -9, killed.stderr
-    time.sleep(1.2)  # the killed worker's mutation lease expires on the journal clock
-    second = operator.run(SYNC, "2026-03-01", "2026-03-05", "--lease-seconds", "1", worker="host-b")
-    assert second.code == 4, second.stderr
-    assert "UNKNOWN" in [child["axes"]["remote_effect"] for child in second.children]
+    """Deliver 2026-03-01..05 (two children) so that one child is UNKNOWN: the server asks it to wait
+    far beyond the budget (``REST_DELIVERY_RETRY_AFTER_EXCEEDS_BUDGET``), the other is applied."""
+    operator.services.rule({"match": {"method": "POST"}, "fire": "once",
+                            "fault": {"action": "status", "status": 503, "headers": {"Retry-After": "86400"}}})
+    result = operator.run(SYNC, "2026-03-01", "2026-03-05")
+    assert result.code == 4, result.stderr
+    assert sorted(c["axes"]["remote_effect"] for c in result.children) == ["FULLY_APPLIED", "UNKNOWN"]
+    unknown = next(c for c in result.children if c["axes"]["remote_effect"] == "UNKNOWN")
+    assert unknown["error_code"] == "REST_DELIVERY_RETRY_AFTER_EXCEEDS_BUDGET"
 
 
 def test_a_higher_overlapping_generation_waits_for_the_unknown_one_and_a_stale_one_is_refused(
@@ -69,16 +69,25 @@ def test_a_higher_overlapping_generation_waits_for_the_unknown_one_and_a_stale_o
     _leave_unknown(operator)
     posts = len(operator.posts())
     assert posts == 2  # each child once
-    # Generation 2026-03-07 overlaps the UNKNOWN child of generation 2026-03-05: refused, exit 4.
+    # Generation 2026-03-07 overlaps the UNKNOWN child of generation 2026-03-05: refused, exit 4,
+    # said in the result (durably: inspect says the same).
     newer = operator.run(SYNC, "2026-03-01", "2026-03-07")
     assert newer.code == 4, newer.stderr
-    assert newer.error_codes == ["REST_DELIVERY_OVERLAPPING_EFFECT_IN_FLIGHT"]
+    assert newer.document["error_code"] == "REST_DELIVERY_OVERLAPPING_EFFECT_IN_FLIGHT"
+    inspected = operator.inspect(newer.document["parent_id"])
+    assert inspected["exit_code"] == 4 and inspected["error_code"] == "REST_DELIVERY_OVERLAPPING_EFFECT_IN_FLIGHT"
+    # Only the children that overlap the unknown one wait; the others were free to go.
+    waiting = [c for c in newer.children if c["error_code"] == "REST_DELIVERY_OVERLAPPING_EFFECT_IN_FLIGHT"]
+    assert waiting and all(c["axes"]["execution_state"] == "SEALED" for c in waiting)
+    sent = [c for c in newer.children if c["status"] == "completed"]
+    assert len(operator.posts()) == posts + len(sent)
+    posts = len(operator.posts())
     # Generation 2026-03-03 is older than overlapping admitted generations: stale, exit 2.
     stale = operator.run(SYNC, "2026-03-01", "2026-03-03")
     assert stale.code == 2, stale.stderr
     assert stale.error_codes == ["REST_DELIVERY_STALE_GENERATION"]
     assert len(operator.posts()) == posts, "a refused generation sent nothing"
-    assert sorted(e["scope_start"] for e in operator.services.effects()) == ["2026-03-01", "2026-03-03"]
+    assert len(operator.services.effects()) == 1 + len(sent)
 
 
 def test_an_append_over_an_applied_scope_is_refused_before_any_request(operator: Operator) -> None:
@@ -94,9 +103,14 @@ def test_an_append_over_an_applied_scope_is_refused_before_any_request(operator:
     # A later generation over the same days: the append would add the rows a second time.
     again = operator.run(SYNC, "2026-03-01", "2026-03-07")
     assert again.code == 2, again.stderr
-    assert again.error_codes == ["REST_DELIVERY_APPEND_SCOPE_ALREADY_APPLIED"]
-    assert len(operator.posts()) == posts
-    assert len(operator.services.effects()) == 2
+    assert again.document["error_code"] == "REST_DELIVERY_APPEND_SCOPE_ALREADY_APPLIED"
+    refused = [c for c in again.children if c["error_code"] == "REST_DELIVERY_APPEND_SCOPE_ALREADY_APPLIED"]
+    assert refused and all(c["axes"]["execution_state"] == "FINALIZED" for c in refused)
+    # Only the day not appended before was sent; the refused ones sent nothing.
+    sent = [c for c in again.children if c["status"] == "completed"]
+    assert all(c["scope"]["start"] >= "2026-03-05" for c in sent)
+    assert len(operator.posts()) == posts + len(sent)
+    assert len(operator.services.effects()) == 2 + len(sent)
 
 
 def _sink(operator: Operator) -> dict[str, object]:
@@ -106,3 +120,18 @@ def _sink(operator: Operator) -> dict[str, object]:
     sink = document["sink"]
     assert isinstance(sink, dict)
     return sink
+
+
+def test_the_overlapping_generation_runbook_ends_completed_in_two_commands(operator: Operator) -> None:
+    _leave_unknown(operator)
+    older = operator.run(SYNC, "2026-03-01", "2026-03-05").document["parent_id"]  # blocked, unchanged
+    newer = operator.run(SYNC, "2026-03-01", "2026-03-07", "--correction-revision", "1")
+    assert newer.code == 4 and newer.document["error_code"] == "REST_DELIVERY_OVERLAPPING_EFFECT_IN_FLIGHT"
+    # 1. Resolve the older one (the server's 503 answered before forwarding: absence is proven).
+    reconciled = operator.delivery("reconcile", "--operation-id", older, "--apply")
+    assert {item["outcome"] for item in reconciled.document["reconciled"]} == {"absence_proven"}, \
+        reconciled.stderr
+    # 2. The newer generation goes.
+    resumed = operator.delivery("resume", "--operation-id", newer.document["parent_id"], "--apply")
+    assert resumed.code == 0, resumed.stderr
+    assert all(c["status"] == "completed" for c in resumed.children)

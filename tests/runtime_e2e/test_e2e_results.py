@@ -93,3 +93,17 @@ def test_a_retry_after_beyond_the_budget_is_never_shortened(operator: Operator) 
     assert len(blocked) == 1 and blocked[0]["axes"]["remote_effect"] == "UNKNOWN"
     assert all(len(sends) == 1 for sends in _by_body(operator.posts()).values()), "nothing was sent early"
     assert len(operator.posts()) == 2 and len(operator.services.effects()) == 1
+    assert blocked[0]["error_code"] == "REST_DELIVERY_RETRY_AFTER_EXCEEDS_BUDGET"
+    # The proxy answered before forwarding: the certified summary proves exact absence, and the
+    # reconciliation reopens a retry, never earlier than the server's window.
+    parent = result.document["parent_id"]
+    reconciled = operator.delivery("reconcile", "--operation-id", parent, "--apply")
+    assert reconciled.code == 3, reconciled.stderr
+    [item] = reconciled.document["reconciled"]
+    assert (item["outcome"], item["after"]["execution_state"], item["after"]["remote_effect"]) == (
+        "absence_proven", "RETRY_WAIT", "NONE_PROVEN")
+    again = operator.run(SYNC, "2026-03-01", "2026-03-05")
+    assert again.code == 3, again.stderr
+    waiting = next(c for c in again.children if c["status"] != "completed")
+    assert waiting["reason"] == "retry_not_due" and waiting["next_check_after"] is not None
+    assert len(operator.posts()) == 2, "never sent before the server's Retry-After window"

@@ -16,9 +16,10 @@ from sv_support import Rig, Services, admit, children_for, rig, start_services, 
 
 from sink.contracts.profile import OperationProfile
 from sink.runtime.child_pool import sync_child_width
+from sink.runtime.outcome import RouteResult
 from sink.runtime.ports import SystemClock
 from sink.runtime.rate_limiter import JournalRateLimiter, RequestKind
-from sink.runtime.supervisor import ParentOutcome, Supervisor
+from sink.runtime.supervisor import Supervisor
 
 pytestmark = pytest.mark.timeout(180)
 DAYS = [f"2026-08-{day:02d}" for day in range(1, 7)]
@@ -63,14 +64,14 @@ def _max_concurrent_posts(log: list[dict[str, Any]]) -> int:
     return peak
 
 
-def _deliver(r: Rig, days: list[str], parent_key: str = "parent-1") -> ParentOutcome:
+def _deliver(r: Rig, days: list[str], parent_key: str = "parent-1") -> RouteResult:
     parent_id = admit(r.journal, children_for(days), parent_key)
     return Supervisor(r.ports, r.config).run_parent(parent_id)
 
 
-def _results(outcome: ParentOutcome, services: Services) -> tuple[object, ...]:
+def _results(outcome: RouteResult, services: Services) -> tuple[object, ...]:
     children = [(c.status, c.axes, c.error_code, c.exit_class) for c in outcome.children]
-    frontier = None if outcome.frontier is None else outcome.frontier.frontier_order
+    frontier = outcome.frontier_order
     effects = sorted((e["scope_start"], e["accepted_rows"]) for e in services.effects())
     return children, frontier, effects
 
@@ -105,7 +106,7 @@ def test_two_workers_on_one_journal_share_the_active_request_bound(tmp_path: Pat
         limiter = JournalRateLimiter(r.journal, SystemClock(), limits=r.config.profile.rate_limits, scope_key="k",
                                      max_wait_ms=60_000)
         r.ports = replace(r.ports, limiter=limiter)
-    outcomes: dict[str, ParentOutcome] = {}
+    outcomes: dict[str, RouteResult] = {}
 
     def deliver(r: Rig, days: list[str], key: str) -> None:
         outcomes[key] = _deliver(r, days, key)

@@ -13,7 +13,14 @@ forward-only migrations to ``schema`` and returns a DeliveryJournalPort. Options
   every critical transaction durable (SET LOCAL synchronous_commit, fsync checked), refusing with
   JournalDurabilityNotProven otherwise; ``Durability.NON_DURABLE_TESTS_ONLY`` skips that, for
   tests that are not about durability (never used by a CLI; refused together with ``zero_rpo``);
-* ``fault_hook``: test hook called at named points inside transactions.
+* ``fault_hook``: test hook called at named points inside transactions;
+* ``read_only``: inspection: nothing is created or migrated (the schema must exist at the code's
+  version, else JournalSchemaMismatch / NotAJournal) and every session is
+  ``default_transaction_read_only``.
+
+An unreachable server is said once, at once: one direct connection attempt (bounded by
+``connect_timeout_s``) before any pool is built, so a journal down at start is one
+JournalUnavailable, not a pool's repeated reconnection warnings.
 """
 
 from __future__ import annotations
@@ -28,7 +35,13 @@ from sink.journal.port import DeliveryJournalPort, JournalConfigurationError
 from sink.journal.postgres.adapter import PostgresJournal
 from sink.journal.postgres.base import FaultHook
 from sink.journal.postgres.connection import JournalConnections
-from sink.journal.postgres.schema import ensure_btree_gist, migrate, validate_schema_name
+from sink.journal.postgres.schema import (
+    ensure_btree_gist,
+    existing_schema,
+    migrate,
+    probe,
+    validate_schema_name,
+)
 from sink.journal.postgres.zero_rpo import ZeroRpoPolicy
 
 __all__ = ["Durability", "PostgresJournal", "ZeroRpoPolicy", "open_postgres_journal"]
@@ -49,6 +62,7 @@ def open_postgres_journal(
     connect_timeout_s: float = 30.0,
     fault_hook: FaultHook | None = None,
     durability: Durability = Durability.DURABLE,
+    read_only: bool = False,
     **unknown: Any,
 ) -> DeliveryJournalPort:
     if unknown:
@@ -64,6 +78,16 @@ def open_postgres_journal(
         raise JournalConfigurationError("need 1 <= min_connections <= max_connections")
     validate_schema_name(schema)
     design = contract if contract is not None else load_design_contract()
+    probe(dsn, connect_timeout_s)
+    if read_only:
+        version, extension_schema = existing_schema(dsn, schema, connect_timeout_s)
+        connections = JournalConnections(
+            dsn, search_path=f"{schema},{extension_schema}", min_size=1, max_size=max_connections,
+            zero_rpo=None, connect_timeout_s=connect_timeout_s, durability=durability, read_only=True,
+        )
+        connections.open(connect_timeout_s)
+        return PostgresJournal(connections, schema=schema, markers=markers, contract=design, version=version,
+                               fault_hook=fault_hook)
     # Bootstrap on a plain pool connection, then reopen the pool with the final search_path.
     bootstrap = JournalConnections(dsn, search_path="public", min_size=1, max_size=1, zero_rpo=None,
                                    connect_timeout_s=connect_timeout_s, durability=durability)

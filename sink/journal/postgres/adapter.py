@@ -16,42 +16,42 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from psycopg.errors import UniqueViolation
 
 from sink.contracts.errors import DeliveryError, ErrorCode
 from sink.contracts.state import AcknowledgementState
+from sink.design.query import TransitionKind
+from sink.journal.decision_policy import refuse_if_abandoned
 from sink.journal.frontier import plan_promotion
 from sink.journal.ids import operation_id_for, require_digest
-from sink.journal.marker_policy import check_retirement_request, marker_attempt_mismatch
-from sink.journal.markers import StoredMarker, UnreadableMarker, namespace_key
 from sink.journal.port import JournalRejection, RejectionReason, TransitionRejected
 from sink.journal.postgres import admission, effects, retirement, submit
 from sink.journal.postgres.connection import Cursor
 from sink.journal.postgres.rate_limits import PostgresRateLimits
+from sink.journal.postgres.reconciliation import PostgresReconciliation
 from sink.journal.postgres.rows import OPERATION_COLUMNS, cas_axes_params, operation_of, to_timestamp
 from sink.journal.records import (
+    NO_DECISION,
     AdmittedParent,
     Attempt,
     AxesState,
+    Decision,
     EffectTombstone,
     FrontierResult,
     GenerationInterval,
     LeaseKind,
-    MarkerRetirement,
     Observation,
     OperationRow,
-    OrphanMarker,
     ParentAdmission,
     ParentRecord,
     Receipt,
+    ResultFacts,
     RetentionReport,
-    RetiredMarker,
     SubmitGrant,
     SubmitRequest,
     TransitionRequest,
-    UnconfirmedCriticalCommit,
 )
 from sink.journal.transition_policy import (
     check_revision,
@@ -72,40 +72,34 @@ INSERT_OBSERVATION_SQL = (
     "INSERT INTO observations (operation_id, observation_ordinal, acknowledgement_state, "
     "evidence_digest) VALUES (%s, %s, %s, %s) RETURNING observed_at"
 )
-COUNT_OBSERVATION_SQL = "UPDATE operations SET observation_count = observation_count + 1 WHERE operation_id = %s"
+# A new observation clears the decided outcome (it was about the previous observation) and sets the next check.
+COUNT_OBSERVATION_SQL = ("UPDATE operations SET observation_count = observation_count + 1, "
+                         "next_check_at = now() + %s, decided_error_code = NULL, decided_exit_class = NULL, "
+                         "decided_reason = NULL WHERE operation_id = %s")
 CAS_AXES_SQL = (
     "WITH updated AS (UPDATE operations SET execution_state = %(x)s, remote_effect = %(e)s, "
     "acknowledgement_state = %(a)s, verification_state = %(v)s, checkpoint_state = %(c)s, "
     "revision = revision + 1, attempt_count = attempt_count + %(attempts)s, "
-    "last_reconciliation_id = COALESCE(%(rec)s, last_reconciliation_id), updated_at = now() "
-    "WHERE operation_id = %(op)s AND revision = %(rev)s RETURNING operation_id, revision), "
+    "last_reconciliation_id = COALESCE(%(rec)s, last_reconciliation_id), updated_at = now(), "
+    "decided_error_code = %(code)s, decided_exit_class = %(exit)s, decided_reason = %(reason)s, "
+    "accepted_rows = %(accepted)s, rejected_rows = %(rejected)s, rejection_proven = %(refused)s, "
+    "receiver_reported_partial = %(partial)s, next_check_at = now() + %(next)s "
+    "WHERE operation_id = %(op)s AND revision = %(rev)s RETURNING operation_id, revision, next_check_at), "
     "logged AS (INSERT INTO transition_log (operation_id, revision, transition_id, actor_kind, actor_id, "
-    "reconciliation_id, evidence_digest) SELECT operation_id, revision, %(tid)s, %(ak)s, %(aid)s, %(rec)s, "
-    "%(ev)s FROM updated) SELECT * FROM updated"
-)  # the CAS of the five axes plus its transition-log row, with the parameters ``_cas_axes`` passes
+    "reconciliation_id, evidence_digest, error_code, exit_class, reason) SELECT operation_id, revision, "
+    "%(tid)s, %(ak)s, %(aid)s, %(rec)s, %(ev)s, %(code)s, %(exit)s, %(reason)s FROM updated) "
+    "SELECT * FROM updated"
+)  # the CAS of the five axes, the decided outcome and counters, plus its transition-log row
 
 
 class _DomainLockNeeded(Exception):
     """The transition raises the effect index but the domain row was not locked first: redo."""
 
 
-class PostgresJournal(PostgresRateLimits):
+class PostgresJournal(PostgresReconciliation, PostgresRateLimits):
     """DeliveryJournalPort over one PostgreSQL schema."""
 
     # ----- reads -------------------------------------------------------------------------------
-    @staticmethod
-    def _operation(cur: Cursor, operation_id: str, lock: str = "") -> OperationRow | None:
-        cur.execute(f"{SELECT_OPERATION_SQL} {lock}", (operation_id,))
-        row = cur.fetchone()
-        return None if row is None else operation_of(row)
-
-    @classmethod
-    def _require_operation(cls, cur: Cursor, operation_id: str, lock: str = "") -> OperationRow:
-        found = cls._operation(cur, operation_id, lock)
-        if found is None:
-            raise TransitionRejected(RejectionReason.UNKNOWN_OPERATION, f"no operation {operation_id}")
-        return found
-
     @staticmethod
     def _admitted(cur: Cursor, parent_id: str, *, lock: str = "") -> AdmittedParent | None:
         cur.execute(f"SELECT {admission.PARENT_COLUMNS} FROM parents WHERE parent_id = %s {lock}", (parent_id,))
@@ -178,16 +172,22 @@ class PostgresJournal(PostgresRateLimits):
     @staticmethod
     def _cas_axes(cur: Cursor, row: OperationRow, target: AxesState, *, transition_id: str, actor_kind: str,
                   actor_id: str, reconciliation_id: str | None, evidence_digest: str | None,
-                  extra_attempt: bool = False) -> OperationRow:
+                  extra_attempt: bool = False, decision: Decision = NO_DECISION, facts: ResultFacts | None = None,
+                  next_check_after: timedelta | None = None) -> OperationRow:
+        kept = row.facts if facts is None else facts
         cur.execute(CAS_AXES_SQL, cas_axes_params(row, target, transition_id=transition_id, actor_kind=actor_kind,
                                                   actor_id=actor_id, reconciliation_id=reconciliation_id,
-                                                  evidence_digest=evidence_digest, extra_attempt=extra_attempt))
-        if cur.fetchone() is None:
+                                                  evidence_digest=evidence_digest, extra_attempt=extra_attempt,
+                                                  decision=decision, facts=kept,
+                                                  next_check_after=next_check_after))
+        updated = cur.fetchone()
+        if updated is None:
             raise TransitionRejected(RejectionReason.STALE_REVISION, f"operation {row.operation_id} changed")
         # The CAS matched `row` exactly, so the stored row is `row` with these changes and nothing else.
         return replace(row, axes=target, revision=row.revision + 1,
                        attempt_count=row.attempt_count + (1 if extra_attempt else 0),
-                       last_reconciliation_id=reconciliation_id or row.last_reconciliation_id)
+                       last_reconciliation_id=reconciliation_id or row.last_reconciliation_id,
+                       decision=decision, facts=kept, next_check_at=updated["next_check_at"])
 
     def transition(self, request: TransitionRequest) -> OperationRow:
         if request.evidence_digest is not None:
@@ -205,6 +205,8 @@ class PostgresJournal(PostgresRateLimits):
             row = self._require_operation(cur, request.operation_id, "FOR UPDATE")
             check_revision(row.operation_id, row.revision, request.expected_revision)
             chosen = resolve_transition(self._contract, row.axes, request.transition_id, request.actor)
+            if chosen.kind is TransitionKind.AUTOMATIC:
+                refuse_if_abandoned(row)
             for kind in required_leases(chosen):
                 owner = require_lease_owner(chosen, kind, request.lease_owner)
                 self._require_lease(cur, kind, lease_subject(kind, row.operation_id, row.parent_id),
@@ -223,7 +225,8 @@ class PostgresJournal(PostgresRateLimits):
             updated = self._cas_axes(
                 cur, row, target, transition_id=chosen.id, actor_kind=request.actor.kind.value,
                 actor_id=request.actor.actor_id, reconciliation_id=reconciliation_id,
-                evidence_digest=request.evidence_digest,
+                evidence_digest=request.evidence_digest, decision=request.decision, facts=request.facts,
+                next_check_after=request.next_check_after,
             )
             self._fault("transition.updated")
             if releases_capacity(target):
@@ -260,7 +263,7 @@ class PostgresJournal(PostgresRateLimits):
     # ----- observations ------------------------------------------------------------------------
     def record_observation(self, operation_id: str, *, observation_ordinal: int,
                            acknowledgement_state: AcknowledgementState, evidence_digest: str,
-                           lease_owner: str) -> Observation:
+                           lease_owner: str, next_check_after: timedelta | None = None) -> Observation:
         require_digest(evidence_digest, "evidence_digest")
         # Not critical: read-only polling is duplicate-safe and stays available with the gate BLOCKED.
         with self._db.write(f"observe:{operation_id}", critical=False) as cur:
@@ -275,7 +278,7 @@ class PostgresJournal(PostgresRateLimits):
                         (operation_id, observation_ordinal, acknowledgement_state.value, evidence_digest))
             observed = cur.fetchone()
             assert observed is not None
-            cur.execute(COUNT_OBSERVATION_SQL, (operation_id,))
+            cur.execute(COUNT_OBSERVATION_SQL, (next_check_after, operation_id))
         return Observation(operation_id, observation_ordinal, acknowledgement_state, evidence_digest,
                            observed["observed_at"])
 
@@ -336,57 +339,3 @@ class PostgresJournal(PostgresRateLimits):
         assert counts is not None
         return RetentionReport(observations_deleted=deleted, tombstones_kept=int(counts["ops"]),
                                intervals_kept=int(counts["pieces"]))
-
-    # ----- reconciliation ----------------------------------------------------------------------
-    def list_unconfirmed_critical_commits(self) -> tuple[UnconfirmedCriticalCommit, ...]:
-        with self._db.read() as cur:
-            cur.execute("SELECT detection_seq, transaction_name, subject_id, detected_at "
-                        "FROM unconfirmed_critical_commits ORDER BY detection_seq")
-            return tuple(
-                UnconfirmedCriticalCommit(int(r["detection_seq"]), r["transaction_name"], r["subject_id"],
-                                          r["detected_at"])
-                for r in cur.fetchall()
-            )
-
-    def retire_orphan_marker(self, request: MarkerRetirement) -> OperationRow:
-        reconciliation_id = check_retirement_request(request)
-        with self._db.write(f"retire_marker:{request.operation_id}", critical=True) as cur:
-            row = self._require_operation(cur, request.operation_id, "FOR UPDATE")
-            stored = self._markers.get(row.operation_namespace, row.operation_id, request.attempt_ordinal)
-            retirement.record_retirement(cur, row, request, reconciliation_id, stored)
-            self._fault("retire_marker.recorded")
-            return self._require_operation(cur, row.operation_id)
-
-    def list_retired_markers(self, operation_namespace: str | None = None) -> tuple[RetiredMarker, ...]:
-        with self._db.read() as cur:
-            return retirement.list_retired(cur, operation_namespace)
-
-    def find_orphan_markers(self, operation_namespace: str | None = None) -> tuple[OrphanMarker, ...]:
-        wanted_key = None if operation_namespace is None else namespace_key(operation_namespace)
-        orphans: list[OrphanMarker] = []
-        with self._db.read() as cur:
-            for entry in self._markers.scan():
-                if isinstance(entry, UnreadableMarker):
-                    if wanted_key in (None, entry.operation_namespace_key):
-                        orphans.append(OrphanMarker(entry.operation_namespace_key, entry.operation_id,
-                                                    entry.attempt_ordinal, "", entry.digest, "marker unreadable"))
-                    continue
-                if operation_namespace is not None and entry.marker.operation_namespace != operation_namespace:
-                    continue
-                if retirement.is_retired(cur, entry):
-                    continue  # retired by an operator with evidence: listed by list_retired_markers
-                reason = _marker_mismatch(cur, entry, self._markers.grant_claimed(
-                    entry.marker.operation_namespace, entry.marker.operation_id, entry.marker.attempt_ordinal))
-                if reason is not None:
-                    m = entry.marker
-                    orphans.append(OrphanMarker(m.operation_namespace, m.operation_id, m.attempt_ordinal,
-                                                m.attempt_id, entry.digest, reason))
-        return tuple(orphans)
-
-
-def _marker_mismatch(cur: Cursor, entry: StoredMarker, claimed: bool) -> str | None:
-    m = entry.marker
-    cur.execute(f"SELECT {submit.ATTEMPT_COLUMNS} FROM attempts WHERE operation_id = %s AND attempt_ordinal = %s",
-                (m.operation_id, m.attempt_ordinal))
-    found = cur.fetchone()
-    return marker_attempt_mismatch(entry, None if found is None else submit.attempt_of(found), claimed=claimed)

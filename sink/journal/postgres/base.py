@@ -251,10 +251,12 @@ class PostgresJournalBase:
         if row is None:
             raise JournalRejection(RejectionReason.CAPACITY_NOT_CONFIGURED,
                                    f"capacity scope {scope} is not configured")
-        cur.execute("SELECT attempt_id FROM capacity_slots WHERE capacity_scope = %s AND attempt_id IS NOT NULL "
-                    "ORDER BY attempt_id", (scope,))
-        held = tuple(str(r["attempt_id"]) for r in cur.fetchall())
-        return CapacityStatus(scope=scope, slots=int(row["slots"]), held_by_attempts=held)
+        cur.execute("SELECT attempt_id, operation_id FROM capacity_slots WHERE capacity_scope = %s "
+                    "AND attempt_id IS NOT NULL ORDER BY attempt_id", (scope,))
+        held = cur.fetchall()
+        return CapacityStatus(scope=scope, slots=int(row["slots"]),
+                              held_by_attempts=tuple(str(r["attempt_id"]) for r in held),
+                              held_by_operations=tuple(sorted({str(r["operation_id"]) for r in held})))
 
     def capacity_status(self, scope: str) -> CapacityStatus:
         with self._db.read() as cur:

@@ -29,7 +29,13 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from sink.journal.durability import REQUIRED_SYNCHRONOUS_COMMIT, Durability, check_postgres_settings
-from sink.journal.port import JournalUnavailable, UnavailableOutcome, ZeroRpoNotProven
+from sink.journal.port import (
+    JournalRejection,
+    JournalUnavailable,
+    RejectionReason,
+    UnavailableOutcome,
+    ZeroRpoNotProven,
+)
 from sink.journal.postgres.rows import Row
 from sink.journal.postgres.zero_rpo import (
     SyncQuorumUnavailable,
@@ -71,13 +77,14 @@ class JournalConnections:
 
     def __init__(self, dsn: str, *, search_path: str, min_size: int, max_size: int,
                  zero_rpo: ZeroRpoPolicy | None, connect_timeout_s: float,
-                 durability: Durability = Durability.DURABLE) -> None:
+                 durability: Durability = Durability.DURABLE, read_only: bool = False) -> None:
         self.zero_rpo = zero_rpo
         self.durability = durability
         self._dsn = dsn
         self._search_path = search_path
         self._sizes = (min_size, max_size)
         self._timeout = connect_timeout_s
+        self._read_only = read_only
         self._lock = threading.Lock()
         self._suspect = False
         self.pool = self._new_pool()
@@ -85,7 +92,8 @@ class JournalConnections:
     def _new_pool(self) -> ConnectionPool[TupleConnection]:
         return ConnectionPool(
             self._dsn, min_size=self._sizes[0], max_size=self._sizes[1],
-            kwargs={"autocommit": True, "options": f"-c search_path={self._search_path}"},
+            kwargs={"autocommit": True, "options": f"-c search_path={self._search_path}"
+                    + (" -c default_transaction_read_only=on" if self._read_only else "")},
             open=False, timeout=self._timeout, check=_check_idle, name="restproof-journal",
         )
 
@@ -163,6 +171,8 @@ class JournalConnections:
         """One transaction. `critical` ones are pinned durable (and need the synchronous quorum in
         zero-RPO mode); the others commit with the server's settings (locally in zero-RPO mode):
         they are re-observable or fenced by a later critical CAS."""
+        if self._read_only:
+            raise JournalRejection(RejectionReason.INVALID_REQUEST, f"the journal was opened read-only ({name})")
         phase = _Phase(name)
         with self.connection(phase) as conn:
             if critical and self.zero_rpo is not None:

@@ -20,10 +20,12 @@ _COLUMNS = (
 
 
 def reconciliation_used(cur: Cursor, operation_id: str, reconciliation_id: str) -> bool:
-    """A reconciliation id is never reused on one operation: transitions and retirements alike."""
+    """A reconciliation id is never reused on one operation: transitions, retirements and operator
+    decisions alike."""
     cur.execute(
         "SELECT 1 FROM transition_log WHERE operation_id = %(op)s AND reconciliation_id = %(rid)s "
-        "UNION ALL SELECT 1 FROM retired_markers WHERE operation_id = %(op)s AND reconciliation_id = %(rid)s",
+        "UNION ALL SELECT 1 FROM retired_markers WHERE operation_id = %(op)s AND reconciliation_id = %(rid)s "
+        "UNION ALL SELECT 1 FROM operator_decisions WHERE operation_id = %(op)s AND reconciliation_id = %(rid)s",
         {"op": operation_id, "rid": reconciliation_id},
     )
     return cur.fetchone() is not None

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from psycopg.types.range import Range
 
+from sink.contracts.errors import ErrorCode
 from sink.journal.records import (
+    NO_DECISION,
     AxesState,
     ChildDescriptor,
+    Decision,
     GenerationKey,
     MutationKind,
     OperationRow,
+    ResultFacts,
     ScopeRange,
 )
 
@@ -25,7 +29,9 @@ OPERATION_COLUMNS = (
     "payload_ref, payload_digest, frontier_order, coverage_proof_digest, effect_conflict_domain, "
     "mutation_kind, scope_range, generation_interval_end, generation_correction_revision, "
     "execution_state, remote_effect, acknowledgement_state, verification_state, checkpoint_state, "
-    "revision, attempt_count, observation_count, last_reconciliation_id"
+    "revision, attempt_count, observation_count, last_reconciliation_id, decided_error_code, "
+    "decided_exit_class, decided_reason, accepted_rows, rejected_rows, rejection_proven, "
+    "receiver_reported_partial, next_check_at, abandoned"
 )
 
 
@@ -87,7 +93,28 @@ def operation_of(row: Row) -> OperationRow:
         attempt_count=int(row["attempt_count"]),
         observation_count=int(row["observation_count"]),
         last_reconciliation_id=row["last_reconciliation_id"],
+        decision=Decision(None if row["decided_error_code"] is None else ErrorCode(row["decided_error_code"]),
+                          None if row["decided_exit_class"] is None else int(row["decided_exit_class"]),
+                          row["decided_reason"]),
+        facts=ResultFacts(_optional_int(row["accepted_rows"]), _optional_int(row["rejected_rows"]),
+                          bool(row["rejection_proven"]), bool(row["receiver_reported_partial"])),
+        next_check_at=row["next_check_at"],
+        abandoned=bool(row["abandoned"]),
     )
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def decision_params(decision: Decision) -> dict[str, object]:
+    return {"code": None if decision.error_code is None else decision.error_code.value,
+            "exit": decision.exit_class, "reason": decision.reason}
+
+
+def facts_params(facts: ResultFacts) -> dict[str, object]:
+    return {"accepted": facts.accepted_rows, "rejected": facts.rejected_rows, "refused": facts.rejection_proven,
+            "partial": facts.receiver_reported_partial}
 
 
 def child_params(
@@ -116,11 +143,13 @@ OPERATION_INSERT = (
 
 
 def cas_axes_params(row: OperationRow, target: AxesState, *, transition_id: str, actor_kind: str, actor_id: str,
-                    reconciliation_id: str | None, evidence_digest: str | None,
-                    extra_attempt: bool = False) -> dict[str, object]:
+                    reconciliation_id: str | None, evidence_digest: str | None, extra_attempt: bool = False,
+                    decision: Decision = NO_DECISION, facts: ResultFacts | None = None,
+                    next_check_after: timedelta | None = None) -> dict[str, object]:
     """The parameters of ``adapter.CAS_AXES_SQL`` (also used by the Airflow trigger's async client)."""
     return {"x": target.execution_state.value, "e": target.remote_effect.value,
             "a": target.acknowledgement_state.value, "v": target.verification_state.value,
             "c": target.checkpoint_state.value, "attempts": 1 if extra_attempt else 0, "rec": reconciliation_id,
             "op": row.operation_id, "rev": row.revision, "tid": transition_id, "ak": actor_kind, "aid": actor_id,
-            "ev": evidence_digest}
+            "ev": evidence_digest, "next": next_check_after, **decision_params(decision),
+            **facts_params(row.facts if facts is None else facts)}

@@ -16,7 +16,13 @@ from importlib import resources
 import psycopg
 from psycopg import sql
 
-from sink.journal.port import SCHEMA_VERSION_TABLE, JournalConfigurationError
+from sink.journal.port import (
+    SCHEMA_VERSION_TABLE,
+    JournalConfigurationError,
+    JournalSchemaMismatch,
+    JournalUnavailable,
+    NotAJournal,
+)
 
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _MIGRATION_FILE = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
@@ -102,3 +108,40 @@ def migrate(conn: psycopg.Connection[tuple[object, ...]], schema: str, extension
                 (migration.version, migration.name),
             )
         return known
+
+
+def probe(dsn: str, connect_timeout_s: float) -> None:
+    """One direct connection attempt: an unreachable server is JournalUnavailable at once."""
+    try:
+        psycopg.connect(dsn, connect_timeout=max(1, int(connect_timeout_s)), autocommit=True).close()
+    except psycopg.Error as exc:
+        raise JournalUnavailable(f"journal database unreachable: {type(exc).__name__}") from None
+
+
+def existing_schema(dsn: str, schema: str, connect_timeout_s: float) -> tuple[int, str]:
+    """For read-only use: the journal schema's version and btree_gist's schema, read without writing.
+
+    A schema that does not exist or is not a restproof journal is NotAJournal; a version other
+    than this code's is JournalSchemaMismatch (a read-only command never migrates)."""
+    known = bundled_migrations()[-1].version
+    with psycopg.connect(dsn, connect_timeout=max(1, int(connect_timeout_s)), autocommit=True) as conn:
+        conn.execute("SET default_transaction_read_only = on")
+        found = conn.execute(
+            "SELECT to_regclass(format('%%I.%%I', %s::text, %s::text)) IS NOT NULL, "
+            "(SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
+            "WHERE e.extname = 'btree_gist')", (schema, SCHEMA_VERSION_TABLE),
+        ).fetchone()
+        if found is None or not found[0]:
+            raise NotAJournal(f"schema {schema} holds no restproof journal")
+        row = conn.execute(
+            sql.SQL("SELECT coalesce(max(version), 0) FROM {}.{}").format(
+                sql.Identifier(schema), sql.Identifier(SCHEMA_VERSION_TABLE))
+        ).fetchone()
+    version = int(str(row[0])) if row else 0
+    if version != known:
+        newer = version > known
+        raise JournalSchemaMismatch(
+            f"journal schema version {version} is {'newer' if newer else 'older'} than this code ({known}); "
+            + ("upgrade the code" if newer else "open it once with a writing command (run or resume) to migrate it")
+        )
+    return version, str(found[1] or "public")

@@ -28,6 +28,7 @@ from collections.abc import Callable
 
 from sink.contracts.errors import DeliveryError, ErrorCode
 from sink.design.query import DesignContract
+from sink.journal.decision_policy import refuse_if_abandoned
 from sink.journal.marker_policy import (
     check_marker_binds,
     check_marker_unclaimed,
@@ -39,7 +40,7 @@ from sink.journal.port import CapacityExhausted, JournalRejection, RejectionReas
 from sink.journal.postgres import effects
 from sink.journal.postgres.connection import Cursor
 from sink.journal.postgres.rows import OPERATION_COLUMNS, Row, operation_of
-from sink.journal.records import Attempt, OperationRow, SubmitGrant, SubmitRequest
+from sink.journal.records import NO_FACTS, Attempt, OperationRow, SubmitGrant, SubmitRequest
 from sink.journal.transition_policy import check_revision, resolve_submit
 
 ATTEMPT_COLUMNS = (
@@ -116,6 +117,7 @@ def critical_submit(cur: Cursor, request: SubmitRequest, *, contract: DesignCont
     row = operation_of(locked)
     check_revision(row.operation_id, row.revision, request.expected_revision)
     chosen = resolve_submit(contract, row.axes, request.transition_id)
+    refuse_if_abandoned(row)
     if not locked["lease_held"]:
         raise JournalRejection(RejectionReason.LEASE_NOT_HELD,
                                f"mutation lease on {row.operation_id} is not held by the caller")
@@ -145,7 +147,7 @@ def critical_submit(cur: Cursor, request: SubmitRequest, *, contract: DesignCont
     fault("submit.attempt_appended")
     updated = cas_axes(cur, row, chosen.target, transition_id=chosen.id, actor_kind="automatic",
                        actor_id=request.lease_owner, reconciliation_id=None, evidence_digest=request.marker_digest,
-                       extra_attempt=True)
+                       extra_attempt=True, facts=NO_FACTS)  # a new attempt: an earlier answer is no evidence of it
     fault("submit.before_commit")
     require_claim_created(markers.claim_grant(grant_claim_for(row, request, epoch, locked["db_now"])), request)
     fault("submit.marker_claimed")

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from sink.contracts.errors import DeliveryError, ErrorCode
 from sink.contracts.state import AcknowledgementState
+from sink.design.query import TransitionKind
+from sink.journal.decision_policy import refuse_if_abandoned
 from sink.journal.frontier import plan_promotion
 from sink.journal.ids import operation_id_for, require_digest
 from sink.journal.interval_map import apply_generation, bounding_scope
@@ -27,10 +29,13 @@ from sink.journal.marker_policy import (
 from sink.journal.markers import MarkerStore
 from sink.journal.port import JournalRejection, RejectionReason, TransitionRejected
 from sink.journal.records import (
+    NO_DECISION,
+    NO_FACTS,
     AdmittedParent,
     Attempt,
     AxesState,
     ChildDescriptor,
+    Decision,
     FrontierResult,
     LeaseKind,
     Observation,
@@ -38,20 +43,24 @@ from sink.journal.records import (
     ParentAdmission,
     ParentRecord,
     Receipt,
+    ResultFacts,
     SubmitGrant,
     SubmitRequest,
     TransitionRequest,
 )
 from sink.journal.sqlite.codec import (
-    OPERATION_COLUMNS,
+    ADMISSION_COLUMNS,
     attempt_from_row,
+    decision_params,
     descriptor_params,
     encode_time,
+    facts_params,
     observation_from_row,
     parent_from_row,
 )
+from sink.journal.sqlite.decisions import SqliteDecisions
 from sink.journal.sqlite.rate_limits import SqliteRateLimits
-from sink.journal.sqlite.retirement import SqliteRetirement, reconciliation_used
+from sink.journal.sqlite.retirement import reconciliation_used
 from sink.journal.submit_policy import check_not_stale, check_submit_permitted
 from sink.journal.transition_policy import (
     check_revision,
@@ -65,7 +74,7 @@ from sink.journal.transition_policy import (
 )
 
 
-class SqliteJournal(SqliteRetirement, SqliteRateLimits):
+class SqliteJournal(SqliteDecisions, SqliteRateLimits):
     """DeliveryJournalPort over one SQLite file (WAL, synchronous=FULL)."""
 
     def get_parent(self, parent_id: str) -> ParentRecord | None:
@@ -139,7 +148,7 @@ class SqliteJournal(SqliteRetirement, SqliteRateLimits):
             initial = self._contract.initial
             for child in admission.children:
                 conn.execute(
-                    f"INSERT INTO operations ({OPERATION_COLUMNS}) VALUES ({', '.join('?' * 25)})",  # noqa: S608
+                    f"INSERT INTO operations ({ADMISSION_COLUMNS}) VALUES ({', '.join('?' * 25)})",  # noqa: S608
                     (operation_id_for(admission.operation_namespace, child.delivery_key), parent_id,
                      admission.operation_namespace, child.delivery_key, *descriptor_params(child),
                      *_axes_params(initial), 0, 0, 0, None),
@@ -170,22 +179,30 @@ class SqliteJournal(SqliteRetirement, SqliteRateLimits):
     def _cas_axes(
         self, conn: sqlite3.Connection, row: OperationRow, target: AxesState, *, transition_id: str,
         now: datetime, actor_kind: str, actor_id: str, reconciliation_id: str | None,
-        evidence_digest: str | None, extra_attempt: bool = False,
+        evidence_digest: str | None, extra_attempt: bool = False, decision: Decision = NO_DECISION,
+        facts: ResultFacts | None = None, next_check_at: datetime | None = None,
     ) -> None:
+        kept = row.facts if facts is None else facts
         cursor = conn.execute(
             "UPDATE operations SET execution_state = ?, remote_effect = ?, acknowledgement_state = ?, "
             "verification_state = ?, checkpoint_state = ?, revision = revision + 1, "
-            "attempt_count = attempt_count + ?, last_reconciliation_id = COALESCE(?, last_reconciliation_id) "
+            "attempt_count = attempt_count + ?, last_reconciliation_id = COALESCE(?, last_reconciliation_id), "
+            "decided_error_code = ?, decided_exit_class = ?, decided_reason = ?, accepted_rows = ?, "
+            "rejected_rows = ?, rejection_proven = ?, receiver_reported_partial = ?, next_check_at = ? "
             "WHERE operation_id = ? AND revision = ?",
-            (*_axes_params(target), 1 if extra_attempt else 0, reconciliation_id, row.operation_id, row.revision),
+            (*_axes_params(target), 1 if extra_attempt else 0, reconciliation_id, *decision_params(decision),
+             *facts_params(kept), None if next_check_at is None else encode_time(next_check_at),
+             row.operation_id, row.revision),
         )
         if cursor.rowcount != 1:  # cannot happen under BEGIN IMMEDIATE; kept as the CAS itself
             raise TransitionRejected(RejectionReason.STALE_REVISION, f"operation {row.operation_id} changed")
+        code, exit_class, reason = decision_params(decision)
         conn.execute(
             "INSERT INTO transition_log (operation_id, revision, transition_id, actor_kind, actor_id, "
-            "reconciliation_id, evidence_digest, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "reconciliation_id, evidence_digest, recorded_at, error_code, exit_class, reason) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (row.operation_id, row.revision + 1, transition_id, actor_kind, actor_id, reconciliation_id,
-             evidence_digest, encode_time(now)),
+             evidence_digest, encode_time(now), code, exit_class, reason),
         )
 
     def transition(self, request: TransitionRequest) -> OperationRow:
@@ -195,6 +212,8 @@ class SqliteJournal(SqliteRetirement, SqliteRateLimits):
             row = self._require_operation(conn, request.operation_id)
             check_revision(row.operation_id, row.revision, request.expected_revision)
             chosen = resolve_transition(self._contract, row.axes, request.transition_id, request.actor)
+            if chosen.kind is TransitionKind.AUTOMATIC:
+                refuse_if_abandoned(row)
             for kind in required_leases(chosen):
                 owner = require_lease_owner(chosen, kind, request.lease_owner)
                 self._require_lease(conn, now, kind, lease_subject(kind, row.operation_id, row.parent_id),
@@ -211,7 +230,8 @@ class SqliteJournal(SqliteRetirement, SqliteRateLimits):
             self._cas_axes(
                 conn, row, target, transition_id=chosen.id, now=now, actor_kind=request.actor.kind.value,
                 actor_id=request.actor.actor_id, reconciliation_id=request.actor.reconciliation_id,
-                evidence_digest=request.evidence_digest,
+                evidence_digest=request.evidence_digest, decision=request.decision, facts=request.facts,
+                next_check_at=None if request.next_check_after is None else now + request.next_check_after,
             )
             self._fault("transition.updated")
             if releases_capacity(target):
@@ -259,6 +279,7 @@ class SqliteJournal(SqliteRetirement, SqliteRateLimits):
             row = self._require_operation(conn, request.operation_id)
             check_revision(row.operation_id, row.revision, request.expected_revision)
             chosen = resolve_submit(self._contract, row.axes, request.transition_id)
+            refuse_if_abandoned(row)
             self._require_lease(conn, now, LeaseKind.MUTATION, row.operation_id, request.lease_owner)
             if request.attempt_ordinal != row.attempt_count + 1:
                 raise TransitionRejected(
@@ -289,7 +310,7 @@ class SqliteJournal(SqliteRetirement, SqliteRateLimits):
             self._cas_axes(
                 conn, row, chosen.target, transition_id=chosen.id, now=now, actor_kind="automatic",
                 actor_id=request.lease_owner, reconciliation_id=None, evidence_digest=request.marker_digest,
-                extra_attempt=True,
+                extra_attempt=True, facts=NO_FACTS,  # a new attempt: an earlier answer is no evidence of it
             )
             attempt = conn.execute(
                 "SELECT * FROM attempts WHERE attempt_id = ?", (request.attempt_id,)
@@ -305,7 +326,7 @@ class SqliteJournal(SqliteRetirement, SqliteRateLimits):
     # ----- observations ------------------------------------------------------------------------
     def record_observation(
         self, operation_id: str, *, observation_ordinal: int, acknowledgement_state: AcknowledgementState,
-        evidence_digest: str, lease_owner: str,
+        evidence_digest: str, lease_owner: str, next_check_after: timedelta | None = None,
     ) -> Observation:
         require_digest(evidence_digest, "evidence_digest")
         with self._write("observe") as (conn, now):
@@ -322,8 +343,9 @@ class SqliteJournal(SqliteRetirement, SqliteRateLimits):
                 (operation_id, observation_ordinal, acknowledgement_state.value, evidence_digest, encode_time(now)),
             )
             conn.execute(
-                "UPDATE operations SET observation_count = observation_count + 1 WHERE operation_id = ?",
-                (operation_id,),
+                "UPDATE operations SET observation_count = observation_count + 1, next_check_at = ?, "
+                "decided_error_code = NULL, decided_exit_class = NULL, decided_reason = NULL WHERE operation_id = ?",
+                (None if next_check_after is None else encode_time(now + next_check_after), operation_id),
             )
             return Observation(operation_id, observation_ordinal, acknowledgement_state, evidence_digest, now)
 

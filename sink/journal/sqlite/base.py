@@ -44,7 +44,7 @@ from sink.journal.records import (
     LeaseKind,
     LeaseRequest,
 )
-from sink.journal.sqlite import migrations
+from sink.journal.sqlite import migrations, opening
 from sink.journal.sqlite.codec import decode_time, encode_time, lease_from_row
 
 Clock = Callable[[], datetime]
@@ -53,7 +53,8 @@ LOG = logging.getLogger(__name__)
 
 # Writes whose commit authorises an external action or records effect authority: they refuse to
 # commit unless synchronous is FULL or stronger (durable mode).
-CRITICAL_WRITES = frozenset({"admit", "transition", "submit", "frontier", "gate_attest", "retire_marker"})
+CRITICAL_WRITES = frozenset({"admit", "transition", "submit", "frontier", "gate_attest", "retire_marker",
+                             "operator_decision"})
 
 
 def system_clock() -> datetime:
@@ -74,6 +75,7 @@ class SqliteJournalBase:
         busy_timeout_s: float = 30.0,
         fault_hook: FaultHook | None = None,
         durability: Durability = Durability.DURABLE,
+        read_only: bool = False,
     ) -> None:
         self._durability = Durability(durability)
         if require_zero_rpo:
@@ -87,10 +89,11 @@ class SqliteJournalBase:
         self._clock = clock
         self._fault_hook = fault_hook
         self._lock = threading.RLock()
-        self._conn = sqlite3.connect(
-            str(path), isolation_level=None, timeout=busy_timeout_s, check_same_thread=False
-        )
-        self._conn.row_factory = sqlite3.Row
+        self._read_only = read_only
+        self._conn = opening.connect(Path(path), read_only=read_only, busy_timeout_s=busy_timeout_s)
+        if read_only:
+            self._version = migrations.LATEST_VERSION  # checked by opening.connect
+            return
         try:
             self._conn.execute("PRAGMA journal_mode=WAL")
             if self._durability is Durability.DURABLE:
@@ -136,6 +139,8 @@ class SqliteJournalBase:
 
     @contextmanager
     def _write(self, name: str) -> Iterator[tuple[sqlite3.Connection, datetime]]:
+        if self._read_only:
+            raise JournalRejection(RejectionReason.INVALID_REQUEST, f"the journal was opened read-only ({name})")
         with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
@@ -303,9 +308,10 @@ class SqliteJournalBase:
         if row is None:
             raise JournalRejection(RejectionReason.CAPACITY_NOT_CONFIGURED, f"capacity scope {scope} is not configured")
         held = conn.execute(
-            "SELECT attempt_id FROM capacity_reservations WHERE scope = ? ORDER BY attempt_id", (scope,)
+            "SELECT attempt_id, operation_id FROM capacity_reservations WHERE scope = ? ORDER BY attempt_id", (scope,)
         ).fetchall()
-        return CapacityStatus(scope=scope, slots=row["slots"], held_by_attempts=tuple(r[0] for r in held))
+        return CapacityStatus(scope=scope, slots=row["slots"], held_by_attempts=tuple(r[0] for r in held),
+                              held_by_operations=tuple(sorted({r[1] for r in held})))
 
     def capacity_status(self, scope: str) -> CapacityStatus:
         with self._read() as conn:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from datetime import UTC, datetime
 
+from sink.contracts.errors import ErrorCode
 from sink.contracts.state import (
     AcknowledgementState,
 )
@@ -12,6 +13,7 @@ from sink.journal.records import (
     Attempt,
     AxesState,
     ChildDescriptor,
+    Decision,
     GenerationKey,
     Lease,
     LeaseKind,
@@ -19,15 +21,21 @@ from sink.journal.records import (
     Observation,
     OperationRow,
     ParentRecord,
+    ResultFacts,
     ScopeRange,
 )
 
-OPERATION_COLUMNS = (
+ADMISSION_COLUMNS = (
     "operation_id, parent_id, operation_namespace, delivery_key, ordinal, scope_start, scope_end, "
     "mutation_intent_digest, payload_ref, payload_digest, generation_end, correction_revision, "
     "frontier_order, coverage_proof_digest, effect_conflict_domain, mutation_kind, execution_state, "
     "remote_effect, acknowledgement_state, verification_state, checkpoint_state, revision, "
     "attempt_count, observation_count, last_reconciliation_id"
+)
+"""The columns an admission writes (the outcome columns keep their defaults)."""
+OPERATION_COLUMNS = (
+    ADMISSION_COLUMNS + ", decided_error_code, decided_exit_class, decided_reason, accepted_rows, rejected_rows, "
+    "rejection_proven, receiver_reported_partial, next_check_at, abandoned"
 )
 
 
@@ -84,7 +92,26 @@ def operation_from_row(row: sqlite3.Row) -> OperationRow:
         attempt_count=row["attempt_count"],
         observation_count=row["observation_count"],
         last_reconciliation_id=row["last_reconciliation_id"],
+        decision=decision_from_row(row),
+        facts=ResultFacts(row["accepted_rows"], row["rejected_rows"], bool(row["rejection_proven"]),
+                          bool(row["receiver_reported_partial"])),
+        next_check_at=None if row["next_check_at"] is None else decode_time(row["next_check_at"]),
+        abandoned=bool(row["abandoned"]),
     )
+
+
+def decision_from_row(row: sqlite3.Row) -> Decision:
+    code = row["decided_error_code"]
+    return Decision(None if code is None else ErrorCode(code), row["decided_exit_class"], row["decided_reason"])
+
+
+def decision_params(decision: Decision) -> tuple[str | None, int | None, str | None]:
+    code = None if decision.error_code is None else decision.error_code.value
+    return code, decision.exit_class, decision.reason
+
+
+def facts_params(facts: ResultFacts) -> tuple[int | None, int | None, int, int]:
+    return facts.accepted_rows, facts.rejected_rows, int(facts.rejection_proven), int(facts.receiver_reported_partial)
 
 
 def parent_from_row(row: sqlite3.Row) -> ParentRecord:

@@ -186,6 +186,36 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
         )
         """,
     ),
+    (
+        5,
+        # What each move decided, stored with it (sink.journal.outcome_records): the result of a
+        # run is read from here, never from process memory. The transition log keeps the history;
+        # operator decisions (abandon, capacity transfer) are an append-only audit of their own.
+        """
+        ALTER TABLE operations ADD COLUMN decided_error_code TEXT;
+        ALTER TABLE operations ADD COLUMN decided_exit_class INTEGER CHECK (decided_exit_class IN (2, 3, 4, 5));
+        ALTER TABLE operations ADD COLUMN decided_reason TEXT;
+        ALTER TABLE operations ADD COLUMN accepted_rows INTEGER CHECK (accepted_rows >= 0);
+        ALTER TABLE operations ADD COLUMN rejected_rows INTEGER CHECK (rejected_rows >= 0);
+        ALTER TABLE operations ADD COLUMN rejection_proven INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE operations ADD COLUMN receiver_reported_partial INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE operations ADD COLUMN next_check_at TEXT;
+        ALTER TABLE operations ADD COLUMN abandoned INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE transition_log ADD COLUMN error_code TEXT;
+        ALTER TABLE transition_log ADD COLUMN exit_class INTEGER;
+        ALTER TABLE transition_log ADD COLUMN reason TEXT;
+        CREATE TABLE operator_decisions (
+            operation_id TEXT NOT NULL REFERENCES operations (operation_id),
+            reconciliation_id TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            actor_id TEXT NOT NULL,
+            evidence_digest TEXT NOT NULL,
+            released_attempts TEXT NOT NULL,
+            decided_at TEXT NOT NULL,
+            PRIMARY KEY (operation_id, reconciliation_id)
+        )
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]

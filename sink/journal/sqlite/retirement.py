@@ -61,9 +61,11 @@ class SqliteRetirement(SqliteInspection):
 
 
 def reconciliation_used(conn: sqlite3.Connection, operation_id: str, reconciliation_id: str) -> bool:
-    """A reconciliation id is never reused on one operation: transitions and retirements alike."""
+    """A reconciliation id is never reused on one operation: transitions, retirements and operator
+    decisions alike."""
     return conn.execute(
         "SELECT 1 FROM transition_log WHERE operation_id = ? AND reconciliation_id = ? "
-        "UNION ALL SELECT 1 FROM retired_markers WHERE operation_id = ? AND reconciliation_id = ?",
-        (operation_id, reconciliation_id, operation_id, reconciliation_id),
+        "UNION ALL SELECT 1 FROM retired_markers WHERE operation_id = ? AND reconciliation_id = ? "
+        "UNION ALL SELECT 1 FROM operator_decisions WHERE operation_id = ? AND reconciliation_id = ?",
+        (operation_id, reconciliation_id) * 3,
     ).fetchone() is not None

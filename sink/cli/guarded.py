@@ -1,0 +1,81 @@
+"""One mapping from every catalogued failure to its stable code and exit class, for the commands
+that reach the journal or the receiver: one line on stderr (and one JSON object with ``--format
+json``), never a traceback, never exit 1 for a known failure.
+
+A journal that went away says what is known: before anything was sent, nothing was sent; after a
+mutation request was sent, that it may have reached the receiver and resolves when the journal
+returns (``SentButNotRecorded``), never "nothing was sent".
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import NoReturn, TypeVar
+
+import typer
+
+from sink.artifacts.port import ArtifactError
+from sink.cli.common import OutputFormat, fail
+from sink.compiler import CompileError
+from sink.contracts.errors import DeliveryError, ExitClass
+from sink.journal.port import (
+    JournalConfigurationError,
+    JournalError,
+    JournalRejection,
+    JournalUnavailable,
+    RejectionReason,
+)
+from sink.runtime.failpoints import FailpointConfigError
+from sink.runtime.reconcile import ReconcileRefused
+from sink.runtime.service import UnknownOperation
+from sink.runtime.submit_step import CommitUnconfirmed, SentButNotRecorded
+from sink.security.errors import SecurityRefusal
+from sink.source.errors import SourceError
+
+T = TypeVar("T")
+REFUSED_OPERATOR_INPUT = frozenset({
+    RejectionReason.DECISION_NOT_PERMITTED, RejectionReason.MARKER_NOT_ORPHAN, RejectionReason.MARKER_MISMATCH,
+    RejectionReason.EPOCH_NOT_INCREASING, RejectionReason.INVALID_REQUEST, RejectionReason.OPERATOR_REQUIRED,
+})
+"""An operator's command the journal's state does not permit: exit 2 (the command was wrong), not 4."""
+JOURNAL_UNAVAILABLE = ("journal unavailable: every request this run sent is recorded; run again when the journal "
+                       "is back")
+
+
+def refuse(code: str, message: str, exit_class: ExitClass, output: OutputFormat) -> NoReturn:
+    sys.stderr.write(f"error[{code}] {message}\n")
+    if output is OutputFormat.JSON:
+        sys.stdout.write(json.dumps({"ok": False, "exit_code": int(exit_class),
+                                     "errors": [{"code": code, "message": message}]}, sort_keys=True) + "\n")
+    raise typer.Exit(int(exit_class))
+
+
+def guarded(output: OutputFormat, action: Callable[[], T]) -> T:
+    """Run ``action``; map every catalogued failure to its exit class with one line."""
+    try:
+        return action()
+    except CompileError as exc:
+        fail(exc.diagnostics, output)
+    except DeliveryError as exc:
+        refuse(exc.code.value, exc.detail, exc.spec.exit_class, output)
+    except SourceError as exc:
+        refuse(exc.code, exc.message, exc.exit_class, output)
+    except (ReconcileRefused, FailpointConfigError, JournalConfigurationError) as exc:
+        refuse(getattr(exc, "code", "delivery.invalid_input"), str(exc), ExitClass.INVALID_INPUT, output)
+    except SecurityRefusal as exc:
+        refuse(exc.code, exc.detail, exc.exit_class, output)
+    except UnknownOperation as exc:
+        refuse("delivery.unknown_operation", str(exc), ExitClass.INVALID_INPUT, output)
+    except (SentButNotRecorded, CommitUnconfirmed) as exc:
+        refuse("journal.unavailable.after_send" if isinstance(exc, SentButNotRecorded) else exc.code.value,
+               str(exc).partition(": ")[2] or str(exc), ExitClass.UNAVAILABLE, output)
+    except JournalUnavailable as exc:
+        refuse(exc.code.value, JOURNAL_UNAVAILABLE, ExitClass.UNAVAILABLE, output)
+    except JournalRejection as exc:
+        refused = exc.reason in REFUSED_OPERATOR_INPUT
+        exit_class = ExitClass.INVALID_INPUT if refused else ExitClass.EFFECT_UNKNOWN_OR_MANUAL
+        refuse(f"journal.{exc.reason.value}", exc.detail, exit_class, output)
+    except (JournalError, ArtifactError, OSError) as exc:
+        refuse(getattr(exc, "code", "delivery.unavailable"), type(exc).__name__, ExitClass.UNAVAILABLE, output)
