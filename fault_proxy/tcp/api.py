@@ -18,7 +18,8 @@ from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 
 from fault_proxy.api_guards import GuardMiddleware, GuardPolicy, Refused, parse_json
-from fault_proxy.tcp.engine import ApiError, ProxyRegistry
+from fault_proxy.tcp.engine import ApiError
+from fault_proxy.tcp.registry import ProxyRegistry
 
 SERVER_VERSION = "2.12.0-restproof"  # the Toxiproxy API level implemented, marked as this server
 

@@ -18,7 +18,7 @@ import uvicorn
 from fault_proxy.asgi_server import NoSignalServer
 from fault_proxy.tcp.addresses import join_host_port
 from fault_proxy.tcp.api import create_app
-from fault_proxy.tcp.engine import ProxyRegistry
+from fault_proxy.tcp.registry import ProxyRegistry
 
 READY_PREFIX = "fault-proxy tcp API listening on "
 _STARTUP_POLL_S = 0.01
