@@ -32,6 +32,7 @@ from mitmproxy.net.http import status_codes
 from fault_proxy.orphan import forward_orphan
 from fault_proxy.request_log import FaultNote, RequestRecord
 from fault_proxy.rules import (
+    BODYLESS_STATUSES,
     CloseFault,
     DelayFault,
     Firing,
@@ -301,10 +302,14 @@ class FaultAddon:
 
     def _synthetic(self, flow: http.HTTPFlow, fs: _FlowState, rule_id: str, fault: StatusFault) -> None:
         headers = dict(fault.headers)
-        body = fault.body if fault.body is not None else _problem_body(fault.status)
-        if fault.body is None and not any(k.lower() == "content-type" for k in headers):
+        bodyless = fault.status in BODYLESS_STATUSES
+        default_body = "" if bodyless else _problem_body(fault.status)
+        body = fault.body if fault.body is not None else default_body
+        if fault.body is None and not bodyless and not any(k.lower() == "content-type" for k in headers):
             headers["Content-Type"] = "application/problem+json"
         flow.response = http.Response.make(fault.status, body.encode(), headers)
+        if bodyless:  # no Content-Length either: a 204 must not carry one, a 304's would describe another body
+            flow.response.headers.pop("content-length", None)
         fs.synthetic = True
         fs.record.synthetic = True
         fs.record.response_source = "fault"
