@@ -43,6 +43,9 @@ def serve(  # noqa: PLR0917 - typer maps each option to a parameter
     also_listen: Annotated[
         list[str] | None, typer.Option(help="another HOST:PORT the same proxy listens on (repeatable)")
     ] = None,
+    log_level: Annotated[
+        str, typer.Option(help="critical, error, warning, info, debug or trace (query values are redacted)")
+    ] = "warning",
 ) -> None:
     """Run the proxy in front of UPSTREAM until SIGINT/SIGTERM.
 
@@ -57,6 +60,7 @@ def serve(  # noqa: PLR0917 - typer maps each option to a parameter
             allow_non_loopback=allow_non_loopback,
             ready_file=ready_file,
             also_listen=tuple(also_listen or ()),
+            log_level=log_level,
         )
     except ConfigError as exc:
         raise fail(PROG, str(exc), EXIT_INVALID) from None

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 MAX_SEED = 2**63 - 1  # the control API's POST /reset accepts the same range
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
 
 
 def _shown(text: str) -> str:
@@ -39,6 +40,7 @@ class ServeConfig:
     also_listen: tuple[HostPort, ...] = ()
     """More listen addresses of the same proxy (one rule set, one log), e.g. a veth address that a
     worker in another network namespace reaches, so the log shows that worker's own address."""
+    log_level: str = "warning"
 
     @property
     def upstream_url(self) -> str:
@@ -88,6 +90,7 @@ def build_config(
     allow_non_loopback: bool = False,
     ready_file: str | None = None,
     also_listen: tuple[str, ...] = (),
+    log_level: str = "warning",
 ) -> ServeConfig:
     listen_hp = parse_host_port(listen, "--listen", allow_zero=True)
     also_hps = tuple(parse_host_port(text, "--also-listen", allow_zero=True) for text in also_listen)
@@ -119,6 +122,8 @@ def build_config(
         raise ConfigError("--upstream must not point at the control API")
     if not 0 <= seed <= MAX_SEED:
         raise ConfigError(f"--seed must be in 0..{MAX_SEED}")
+    if log_level not in LOG_LEVELS:
+        raise ConfigError(f"--log-level must be one of {', '.join(LOG_LEVELS)}")
     if ready_file is not None:
         check_ready_file(ready_file)
-    return ServeConfig(listen_hp, parts.scheme, upstream_hp, control_hp, seed, ready_file, also_hps)
+    return ServeConfig(listen_hp, parts.scheme, upstream_hp, control_hp, seed, ready_file, also_hps, log_level)

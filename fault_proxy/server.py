@@ -16,15 +16,15 @@ import os
 import signal
 import socket
 
-import uvicorn
 from mitmproxy import options
 from mitmproxy.addons import core, next_layer, proxyserver, tlsconfig
 from mitmproxy.master import Master
 
 from fault_proxy.addon import FaultAddon
-from fault_proxy.asgi_server import NoSignalServer
+from fault_proxy.api_guards import host_allowlist
+from fault_proxy.asgi_server import NoSignalServer, api_config
 from fault_proxy.config import HostPort, ServeConfig
-from fault_proxy.control_api import create_app
+from fault_proxy.control_api import create_app, render_refusal
 from fault_proxy.state import ProxyState
 from fault_proxy.wire import ClientWire, install
 
@@ -85,7 +85,8 @@ async def serve(config: ServeConfig) -> int:
     master.addons.add(FaultAddon(state, wire))  # type: ignore[no-untyped-call]
     master_task = asyncio.create_task(master.run(), name="mitmproxy")
 
-    uv_config = uvicorn.Config(create_app(state), log_level="warning", access_log=False, lifespan="off")
+    allowed = host_allowlist([config.control.host], control_addr[1])
+    uv_config = api_config(create_app(state, allowed), render_refusal, config.log_level)
     control = NoSignalServer(uv_config)
     control_task = asyncio.create_task(control.serve(sockets=[control_sock]), name="control-api")
 
