@@ -29,6 +29,7 @@ from mitmproxy import connection, http
 from mitmproxy.connection import ConnectionState
 from mitmproxy.net.http import status_codes
 
+from fault_proxy.log_setup import redact
 from fault_proxy.orphan import forward_orphan
 from fault_proxy.request_log import FaultNote, RequestRecord
 from fault_proxy.rules import (
@@ -43,8 +44,14 @@ from fault_proxy.rules import (
 )
 from fault_proxy.state import ProxyState, kill_process
 from fault_proxy.wire import ClientWire
+from fault_proxy.wire_text import MAX_ERROR_CHARS, MAX_NAME_CHARS, MAX_PATH_CHARS, readable, readable_names
 
 _META_KEY = "fault_proxy"
+# mitmproxy's body_size_limit messages; the proxy's own words add the bound (--max-body-bytes).
+_BODY_LIMIT_MESSAGES = {
+    "Request body exceeds mitmproxy's body_size_limit.": "request",
+    "Response body exceeds mitmproxy's body_size_limit.": "response",
+}
 
 
 class _BodyTap:
@@ -96,8 +103,9 @@ def _problem_body(status: int) -> str:
 
 
 class FaultAddon:
-    def __init__(self, state: ProxyState, wire: ClientWire) -> None:
+    def __init__(self, state: ProxyState, wire: ClientWire, max_body_bytes: int) -> None:
         self.state = state
+        self.max_body_bytes = max_body_bytes
         # What reaches the client is recorded by the wire (fault_proxy.wire), where mitmproxy
         # writes it; the hooks here only record what the proxy saw and decided.
         self.wire = wire
@@ -122,14 +130,16 @@ class FaultAddon:
         request = flow.request
         record = self.state.log.new(flow.client_conn.id, _peer(flow.client_conn))
         split = urlsplit(request.path)
-        record.method = request.method
-        record.path = split.path
-        record.query_names = sorted({name for name, _ in parse_qsl(split.query, keep_blank_values=True)})
-        record.request_header_names = [name.lower() for name in request.headers]
+        header_names = [name.lower() for name in request.headers]
+        # Rules match what was sent; the log holds it escaped and bounded (fault_proxy.wire_text).
+        record.method = readable(request.method, MAX_NAME_CHARS)
+        record.path = readable(split.path, MAX_PATH_CHARS)
+        query_names = {name for name, _ in parse_qsl(split.query, keep_blank_values=True)}
+        record.query_names = readable_names(sorted(query_names))
+        record.request_header_names = readable_names(header_names)
         record.reach("request_headers")
-        self.wire.attach(flow.client_conn.id, record)
-        header_names = frozenset(record.request_header_names)
-        firings = self.state.rules.decide_request(request.method, split.path, header_names)
+        self.wire.attach(flow.client_conn.id, record, request)
+        firings = self.state.rules.decide_request(request.method, split.path, frozenset(header_names))
         fs = _FlowState(record, firings)
         flow.metadata[_META_KEY] = fs
         if not firings:
@@ -197,11 +207,18 @@ class FaultAddon:
             return
         record = fs.record
         if record.error is None:
-            record.error = flow.error.msg
+            # mitmproxy's messages may quote what the client sent (a byte literal): never verbatim.
+            record.error = readable(redact(self._own_words(flow.error.msg)), MAX_ERROR_CHARS)
+        if record.forwarded == "no" and fs.tap is not None and flow.server_conn.timestamp_tcp_setup is not None:
+            record.forwarded = "attempted"  # part of a streamed body reached the upstream connection
         if record.forwarded == "attempted" and flow.server_conn.timestamp_tcp_setup is None:
             # The upstream connection never opened (refused, unreachable): nothing was forwarded.
             record.forwarded = "no"
         record.stamp("error")
+
+    def _own_words(self, message: str) -> str:
+        side = _BODY_LIMIT_MESSAGES.get(message)
+        return message if side is None else f"{side} body larger than {self.max_body_bytes} bytes"
 
     # -- fault application --------------------------------------------------------------------
     def _state_of(self, flow: http.HTTPFlow) -> _FlowState | None:

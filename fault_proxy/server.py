@@ -27,6 +27,7 @@ from fault_proxy.config import HostPort, ServeConfig
 from fault_proxy.control_api import create_app, render_refusal
 from fault_proxy.state import ProxyState
 from fault_proxy.wire import ClientWire, install
+from fault_proxy.wire_limits import install_limits
 
 
 def _bind(hp: HostPort) -> socket.socket:
@@ -75,14 +76,16 @@ async def serve(config: ServeConfig) -> int:
     server_addon = proxyserver.Proxyserver()  # type: ignore[no-untyped-call]
     master.addons.add(core.Core(), server_addon, next_layer.NextLayer(), tlsconfig.TlsConfig())  # type: ignore[no-untyped-call]
     # connection_strategy=lazy: no upstream connection at client connect, so faults before
-    # forwarding never touch the receiver. No stream_large_bodies/body_size_limit: every body is
-    # buffered, which is what makes "receiver committed, client got nothing" possible.
+    # forwarding never touch the receiver. No stream_large_bodies: every body is buffered, which is
+    # what makes "receiver committed, client got nothing" possible. body_size_limit bounds the
+    # receiver's answers; requests are bounded (size and time) by fault_proxy.wire_limits.
     master.options.update(  # type: ignore[no-untyped-call]
-        connection_strategy="lazy", stream_large_bodies=None, body_size_limit=None
+        connection_strategy="lazy", stream_large_bodies=None, body_size_limit=str(config.limits.max_body_bytes)
     )
-    wire = ClientWire()
+    wire = ClientWire(state.log)
     install(wire)
-    master.addons.add(FaultAddon(state, wire))  # type: ignore[no-untyped-call]
+    install_limits(config.limits)
+    master.addons.add(FaultAddon(state, wire, config.limits.max_body_bytes))  # type: ignore[no-untyped-call]
     master_task = asyncio.create_task(master.run(), name="mitmproxy")
 
     allowed = host_allowlist([config.control.host], control_addr[1])
