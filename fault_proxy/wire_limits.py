@@ -19,8 +19,9 @@ read within ``ReadLimits``:
 Each refusal answers with the proxy's problem+json (``fault_proxy.wire``) and closes the connection.
 A refused body ends its request's flow with a protocol error (the request log records why and what
 was handed to the client); a refused head has no request yet, so ``ClientWire.head_refused`` adds
-a log entry of its own. Deadlines use mitmproxy's own timer command (``RequestWakeup``), at most
-one outstanding per connection, so a keep-alive connection does not pile up timers.
+a log entry of its own (as it does for a head mitmproxy cannot parse and answers 400 itself).
+Deadlines use mitmproxy's own timer command (``RequestWakeup``), at most one outstanding per
+connection, so a keep-alive connection does not pile up timers.
 """
 
 from __future__ import annotations
@@ -80,9 +81,12 @@ def install_limits(limits: ReadLimits) -> None:
             if refusal is not None:
                 yield from refusal
                 return
+        reading_head = self.state == self.read_headers
         yield from _counted(self, reading, original(self, event))
         if self.state != self.done:
             yield from _after(self, reading)
+        elif reading_head and self.request is None:  # mitmproxy answered 400 to a head it could not parse
+            _head_report(self, 400, "the request head could not be parsed")
 
     _http1.Http1Server._handle_event = handle_event  # type: ignore[method-assign, assignment]
 
@@ -189,6 +193,10 @@ def _close(layer: _http1.Http1Server, answer: int | None) -> Commands:
 def _refuse_head(layer: _http1.Http1Server, status: int, reason: str) -> Commands:
     answer = _answerable(layer, status)
     yield from _close(layer, answer)
+    _head_report(layer, answer, reason)
+
+
+def _head_report(layer: _http1.Http1Server, answer: int | None, reason: str) -> None:
     client_wire = wire.installed()
     if client_wire is not None:
         host, port, *_ = layer.conn.peername or ("?", 0)

@@ -145,6 +145,16 @@ def test_error_text_from_mitmproxy_never_carries_the_bytes_verbatim(fresh: Runni
     assert entry["error"] and SECRET.decode() not in entry["error"]
 
 
+@pytest.mark.parametrize("head", [b"GARBAGE \x00" + SECRET + b"\r\n\r\n", b"GET /x?k=" + SECRET + b"\r\n\r\n"])
+def test_an_unparseable_head_gets_a_log_entry_without_its_bytes(fresh: RunningProxy, head: bytes) -> None:
+    answer = _send(fresh, head)
+    assert answer.startswith(b"HTTP/1.1 400 ")
+    entry = _control_answers(fresh)[0]
+    assert entry["method"] is None and entry["path"] is None and entry["phase"] == "connect"
+    assert entry["error"] == "the request head could not be parsed" and entry["status_sent"] == 400
+    assert SECRET.decode() not in json.dumps(entry)
+
+
 @pytest.mark.parametrize(
     ("raw", "shown"),
     [(b"plain", "plain"), (b"\xff", "\\xff"), (b"a\\xff", "a\\\\xff"), (b"\x00\x1b\x7f", "\\x00\\x1b\\x7f"),
