@@ -140,7 +140,8 @@ class ClientWire:
     def _apply(self, record: RequestRecord, verdict: _Verdict) -> None:
         if record.error is None:
             record.error = verdict.reason
-        if verdict.status is not None and not record.response_head_sent:
+        interim_only = record.status_sent is None or record.status_sent < 200  # e.g. a 100 Continue
+        if verdict.status is not None and interim_only:
             self.handed(record, ResponseProtocolError(0, verdict.reason, verdict.status))
         record.stamp("closed")
 

@@ -178,8 +178,10 @@ def _too_large() -> str:
 
 
 def _answerable(layer: _http1.Http1Server, status: int) -> int | None:
-    """``status`` when the client can still take an answer to this request, else None."""
-    return status if layer.conn.state & ConnectionState.CAN_WRITE and layer.response is None else None
+    """``status`` when the client can still take an answer to this request, else None (an interim
+    ``100 Continue`` already sent is no answer: a final one may follow it)."""
+    answered = layer.response is not None and layer.response.status_code >= 200
+    return status if layer.conn.state & ConnectionState.CAN_WRITE and not answered else None
 
 
 def _close(layer: _http1.Http1Server, answer: int | None) -> Commands:

@@ -207,8 +207,13 @@ def test_announced_sizes_over_the_bound_are_refused_at_once(fresh: RunningProxy,
     assert fresh.upstream.saw(None) == []
 
 
-def test_a_body_that_stalls_is_answered_408_at_the_body_bound(fresh: RunningProxy) -> None:
-    answer, seconds = _after(fresh.proxy_url, b"POST /stall HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc")
+@pytest.mark.parametrize("expect", [b"", b"Expect: 100-continue\r\n"])
+def test_a_body_that_stalls_is_answered_408_at_the_body_bound(fresh: RunningProxy, expect: bytes) -> None:
+    head = b"POST /stall HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n" + expect + b"\r\n"
+    answer, seconds = _after(fresh.proxy_url, head + b"abc")
+    if expect:  # the interim answer came first; the final one follows it on the same connection
+        interim, _, answer = answer.partition(b"\r\n\r\n")
+        assert interim.startswith(b"HTTP/1.1 100 ")
     assert _status(answer) == b"408", answer[:200]
     assert BODY_TIMEOUT - 0.5 <= seconds <= BODY_TIMEOUT + MARGIN
     entry = _only_entry(fresh)
