@@ -81,6 +81,9 @@ def problem_error_response(status_code: int, message: str = "") -> bytes:
     return raw
 
 
+LARGE_BODY_BYTES = 1 << 20
+
+
 @dataclass
 class _Verdict:
     """The proxy's own refusal of a request whose log entry may not exist yet."""
@@ -102,6 +105,8 @@ class ClientWire:
         self._log = log
         self._in_flight: dict[str, tuple[RequestRecord, http.Request | None]] = {}
         self._verdicts: dict[str, _Verdict] = {}
+        # Connections that buffered a large body (see FaultAddon.client_disconnected).
+        self.large_bodies: set[str] = set()
 
     def attach(self, connection_id: str, record: RequestRecord, request: http.Request | None = None) -> None:
         self._in_flight[connection_id] = (record, request)
@@ -110,9 +115,22 @@ class ClientWire:
             del self._verdicts[connection_id]
             self._apply(record, verdict)
 
-    def forget(self, connection_id: str) -> None:
+    def forget(self, connection_id: str) -> bool:
+        """Drop what is kept for a closed connection; True when it had buffered a large body."""
         self._in_flight.pop(connection_id, None)
         self._verdicts.pop(connection_id, None)
+        return self.take_large(connection_id)
+
+    def take_large(self, connection_id: str) -> bool:
+        """True (once) when an exchange on this connection buffered a large body since last asked."""
+        if connection_id in self.large_bodies:
+            self.large_bodies.discard(connection_id)
+            return True
+        return False
+
+    def buffered(self, connection_id: str, size: int) -> None:
+        if size >= LARGE_BODY_BYTES:
+            self.large_bodies.add(connection_id)
 
     def current(self, connection_id: str) -> RequestRecord | None:
         entry = self._in_flight.get(connection_id)

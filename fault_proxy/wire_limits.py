@@ -207,6 +207,9 @@ def _head_report(layer: _http1.Http1Server, answer: int | None, reason: str) -> 
 
 def _refuse_body(layer: _http1.Http1Server, reading: _Reading, status: int, reason: str) -> Commands:
     reading.phase = None
+    client_wire = wire.installed()
+    if client_wire is not None:
+        client_wire.buffered(layer.conn.id, reading.body_bytes)
     answer = _answerable(layer, status)
     yield from _close(layer, answer)
     _report(layer, answer, reason)

@@ -189,6 +189,24 @@ def test_a_never_ending_chunked_body_is_refused_at_the_size_bound(fresh: Running
         sleeper.wait()
 
 
+def test_the_memory_of_refused_bodies_is_given_back() -> None:
+    # mitmproxy's objects form reference cycles; without a collection after a large body each
+    # refused 32 MiB body stayed in the process (three of them: about +100 MiB for good).
+    upstream = start_upstream()
+    proxy = start_proxy(upstream, extra_args=("--max-body-bytes", str(32 << 20)))
+    try:
+        before = _rss_kib(proxy.process.pid)
+        head = b"POST /big HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        for _ in range(3):
+            assert _status(_after(proxy.proxy_url, head, _endless_chunks)[0]) == b"413"
+        proxy.control.wait_for_log(lambda e: len(e) == 3 and all(x["status_sent"] == 413 for x in e))
+        assert _rss_kib(proxy.process.pid) - before < 40 * 1024
+    finally:
+        stop_proxy(proxy)
+        upstream.server.shutdown()
+        upstream.server.server_close()
+
+
 @pytest.mark.parametrize(
     ("head", "status"),
     [
