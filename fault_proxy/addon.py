@@ -20,8 +20,11 @@ Two phases need more than a hook:
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import ctypes.util
 import gc
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -103,16 +106,30 @@ def _problem_body(status: int) -> str:
     return f'{{"type":"about:blank","title":"{reason}","status":{status}}}'
 
 
+def _glibc_malloc_trim() -> Callable[[int], int] | None:
+    try:
+        trim: Callable[[int], int] = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    except (OSError, AttributeError):  # not glibc: the allocator keeps what it keeps
+        return None
+    return trim
+
+
+_MALLOC_TRIM = _glibc_malloc_trim()
+
+
 def _release_buffers() -> None:
-    """Free the bodies of finished exchanges now.
+    """Free the bodies of finished exchanges now, and give the memory back to the system.
 
     mitmproxy's flow and layer objects form reference cycles, so a buffered body is freed only by
     the cyclic collector, whose full passes are rare: three refused 64 MiB bodies left the proxy
     200 MiB larger for good. After an exchange that buffered a large body (>= 1 MiB) the next
     request on its connection, or its close, runs a pass: milliseconds, against a body that took
-    longer to move.
+    longer to move. A body grown piece by piece lives in glibc's heap, which keeps freed memory
+    unless asked to return it (``malloc_trim``).
     """
     gc.collect()
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)
 
 
 class FaultAddon:
@@ -141,8 +158,6 @@ class FaultAddon:
 
     # -- request phases ---------------------------------------------------------------------
     def requestheaders(self, flow: http.HTTPFlow) -> None:
-        if self.wire.take_large(flow.client_conn.id):  # the previous exchange here buffered a large body
-            _release_buffers()
         request = flow.request
         record = self.state.log.new(flow.client_conn.id, _peer(flow.client_conn))
         split = urlsplit(request.path)
@@ -154,7 +169,9 @@ class FaultAddon:
         record.query_names = readable_names(sorted(query_names))
         record.request_header_names = readable_names(header_names)
         record.reach("request_headers")
-        self.wire.attach(flow.client_conn.id, record, request)
+        self.wire.attach(flow.client_conn.id, record, request)  # lets go of the previous request
+        if self.wire.take_large(flow.client_conn.id):  # the previous exchange here buffered a large body
+            _release_buffers()
         firings = self.state.rules.decide_request(request.method, split.path, frozenset(header_names))
         fs = _FlowState(record, firings)
         flow.metadata[_META_KEY] = fs
