@@ -26,6 +26,7 @@ import pytest
 from fp_harness import RunningProxy, start_proxy, start_upstream, stop_proxy
 
 from fault_proxy.asgi_server import HEAD_TIMEOUT_S
+from fault_proxy.asgi_server import MAX_HEAD_BYTES as MAX_API_HEAD_BYTES
 from fault_proxy.config import ReadLimits
 
 pytestmark = pytest.mark.timeout(240)
@@ -283,6 +284,9 @@ def _api_bounds(url: str, problem_marker: bytes) -> None:
         assert _status(answer) == b"408", answer[:200]
         assert problem_marker in answer
         assert 9.5 <= seconds <= 10 + MARGIN
+    oversized, _ = _after(url, b"GET /version HTTP/1.1\r\n" + own + b"X-Big: " + b"h" * MAX_API_HEAD_BYTES)
+    assert _status(oversized) == b"400", oversized[:200]  # h11's size bound, in the API's own error shape
+    assert b"invalid-input" in oversized or b'"status":400' in oversized
 
 
 def test_the_control_api_bounds_heads_and_bodies_in_time(fresh: RunningProxy) -> None:
