@@ -20,7 +20,11 @@ Two phases need more than a hook:
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import ctypes.util
+import gc
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -29,9 +33,11 @@ from mitmproxy import connection, http
 from mitmproxy.connection import ConnectionState
 from mitmproxy.net.http import status_codes
 
+from fault_proxy.log_setup import redact
 from fault_proxy.orphan import forward_orphan
 from fault_proxy.request_log import FaultNote, RequestRecord
 from fault_proxy.rules import (
+    BODYLESS_STATUSES,
     CloseFault,
     DelayFault,
     Firing,
@@ -42,8 +48,14 @@ from fault_proxy.rules import (
 )
 from fault_proxy.state import ProxyState, kill_process
 from fault_proxy.wire import ClientWire
+from fault_proxy.wire_text import MAX_ERROR_CHARS, MAX_NAME_CHARS, MAX_PATH_CHARS, readable, readable_names
 
 _META_KEY = "fault_proxy"
+# mitmproxy's body_size_limit messages; the proxy's own words add the bound (--max-body-bytes).
+_BODY_LIMIT_MESSAGES = {
+    "Request body exceeds mitmproxy's body_size_limit.": "request",
+    "Response body exceeds mitmproxy's body_size_limit.": "response",
+}
 
 
 class _BodyTap:
@@ -94,15 +106,43 @@ def _problem_body(status: int) -> str:
     return f'{{"type":"about:blank","title":"{reason}","status":{status}}}'
 
 
+def _glibc_malloc_trim() -> Callable[[int], int] | None:
+    try:
+        trim: Callable[[int], int] = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    except (OSError, AttributeError):  # not glibc: the allocator keeps what it keeps
+        return None
+    return trim
+
+
+_MALLOC_TRIM = _glibc_malloc_trim()
+
+
+def _release_buffers() -> None:
+    """Free the bodies of finished exchanges now, and give the memory back to the system.
+
+    mitmproxy's flow and layer objects form reference cycles, so a buffered body is freed only by
+    the cyclic collector, whose full passes are rare: three refused 64 MiB bodies left the proxy
+    200 MiB larger for good. After an exchange that buffered a large body (>= 1 MiB) the next
+    request on its connection, or its close, runs a pass: milliseconds, against a body that took
+    longer to move. A body grown piece by piece lives in glibc's heap, which keeps freed memory
+    unless asked to return it (``malloc_trim``).
+    """
+    gc.collect()
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)
+
+
 class FaultAddon:
-    def __init__(self, state: ProxyState, wire: ClientWire) -> None:
+    def __init__(self, state: ProxyState, wire: ClientWire, max_body_bytes: int) -> None:
         self.state = state
+        self.max_body_bytes = max_body_bytes
         # What reaches the client is recorded by the wire (fault_proxy.wire), where mitmproxy
         # writes it; the hooks here only record what the proxy saw and decided.
         self.wire = wire
 
     def client_disconnected(self, client: connection.Client) -> None:
-        self.wire.forget(client.id)
+        if self.wire.forget(client.id):
+            _release_buffers()
 
     # -- connection phase -------------------------------------------------------------------
     def client_connected(self, client: connection.Client) -> None:
@@ -121,14 +161,18 @@ class FaultAddon:
         request = flow.request
         record = self.state.log.new(flow.client_conn.id, _peer(flow.client_conn))
         split = urlsplit(request.path)
-        record.method = request.method
-        record.path = split.path
-        record.query_names = sorted({name for name, _ in parse_qsl(split.query, keep_blank_values=True)})
-        record.request_header_names = [name.lower() for name in request.headers]
+        header_names = [name.lower() for name in request.headers]
+        # Rules match what was sent; the log holds it escaped and bounded (fault_proxy.wire_text).
+        record.method = readable(request.method, MAX_NAME_CHARS)
+        record.path = readable(split.path, MAX_PATH_CHARS)
+        query_names = {name for name, _ in parse_qsl(split.query, keep_blank_values=True)}
+        record.query_names = readable_names(sorted(query_names))
+        record.request_header_names = readable_names(header_names)
         record.reach("request_headers")
-        self.wire.attach(flow.client_conn.id, record)
-        header_names = frozenset(record.request_header_names)
-        firings = self.state.rules.decide_request(request.method, split.path, header_names)
+        self.wire.attach(flow.client_conn.id, record, request)  # lets go of the previous request
+        if self.wire.take_large(flow.client_conn.id):  # the previous exchange here buffered a large body
+            _release_buffers()
+        firings = self.state.rules.decide_request(request.method, split.path, frozenset(header_names))
         fs = _FlowState(record, firings)
         flow.metadata[_META_KEY] = fs
         if not firings:
@@ -156,6 +200,7 @@ class FaultAddon:
             self._act_terminal_only(flow, fs, "forwarded")
             return
         body = flow.request.raw_content or b""
+        self.wire.buffered(flow.client_conn.id, len(body))
         record.request_body_bytes = len(body)
         record.request_body_sha256 = hashlib.sha256(body).hexdigest()
         record.reach("request")
@@ -185,6 +230,7 @@ class FaultAddon:
         if fs.synthetic:
             return
         body = flow.response.raw_content or b""
+        self.wire.buffered(flow.client_conn.id, len(body))
         record.upstream_body_bytes = len(body)
         record.upstream_body_sha256 = hashlib.sha256(body).hexdigest()
         record.reach("response")
@@ -196,11 +242,18 @@ class FaultAddon:
             return
         record = fs.record
         if record.error is None:
-            record.error = flow.error.msg
+            # mitmproxy's messages may quote what the client sent (a byte literal): never verbatim.
+            record.error = readable(redact(self._own_words(flow.error.msg)), MAX_ERROR_CHARS)
+        if record.forwarded == "no" and fs.tap is not None and flow.server_conn.timestamp_tcp_setup is not None:
+            record.forwarded = "attempted"  # part of a streamed body reached the upstream connection
         if record.forwarded == "attempted" and flow.server_conn.timestamp_tcp_setup is None:
             # The upstream connection never opened (refused, unreachable): nothing was forwarded.
             record.forwarded = "no"
         record.stamp("error")
+
+    def _own_words(self, message: str) -> str:
+        side = _BODY_LIMIT_MESSAGES.get(message)
+        return message if side is None else f"{side} body larger than {self.max_body_bytes} bytes"
 
     # -- fault application --------------------------------------------------------------------
     def _state_of(self, flow: http.HTTPFlow) -> _FlowState | None:
@@ -301,10 +354,14 @@ class FaultAddon:
 
     def _synthetic(self, flow: http.HTTPFlow, fs: _FlowState, rule_id: str, fault: StatusFault) -> None:
         headers = dict(fault.headers)
-        body = fault.body if fault.body is not None else _problem_body(fault.status)
-        if fault.body is None and not any(k.lower() == "content-type" for k in headers):
+        bodyless = fault.status in BODYLESS_STATUSES
+        default_body = "" if bodyless else _problem_body(fault.status)
+        body = fault.body if fault.body is not None else default_body
+        if fault.body is None and not bodyless and not any(k.lower() == "content-type" for k in headers):
             headers["Content-Type"] = "application/problem+json"
         flow.response = http.Response.make(fault.status, body.encode(), headers)
+        if bodyless:  # no Content-Length either: a 204 must not carry one, a 304's would describe another body
+            flow.response.headers.pop("content-length", None)
         fs.synthetic = True
         fs.record.synthetic = True
         fs.record.response_source = "fault"

@@ -1,38 +1,47 @@
 """Request guards shared by the two control APIs (HTTP-phase control API, Toxiproxy-compatible API).
 
-One pure ASGI middleware checks every request before a route sees it:
+One pure ASGI middleware checks every request before a route sees it, in this order:
 
-- bounded bodies: a declared ``Content-Length`` above the limit (or not a plain number) is refused
-  before a byte is read, and a chunked body is counted while it is read, so a 50 MB name never
-  reaches the application;
-- JSON bodies: a non-empty body must say it is JSON (``application/json`` or ``+json``), must
-  parse, and may nest at most ``MAX_JSON_DEPTH`` levels (Python's parser raises ``RecursionError``
-  on very deep input, and deep values would make every later walk over them recursive too);
-- cross-site requests: an ``Origin`` that is not the API's own loopback address, a ``Host`` that
-  does not name loopback on a loopback server (DNS rebinding), where the API asks for it a browser
-  (``User-Agent`` starting ``Mozilla/``, the check real Toxiproxy makes), and where the API asks
-  for it a state-changing request without ``X-Restproof-Admin: 1`` are refused with 403.
+1. ``Host``: exactly one, and one of an allowlist (the loopback literals ``127.0.0.1``, ``[::1]``
+   and ``localhost`` plus the host the API was started on, each with the listener's own port).
+   Anything else is DNS rebinding, where a page under a foreign name that resolves to 127.0.0.1
+   becomes "same-origin" with the API: refused with 403, reads included, before anything else.
+2. where the API asks for it, a browser (``User-Agent`` starting ``Mozilla/``, the check real
+   Toxiproxy makes);
+3. an ``Origin`` other than ``http://`` + an allowed ``Host``;
+4. where the API asks for it, a state-changing request without ``X-Restproof-Admin: 1``: the
+   header exactly once, its value exactly ``1`` once the optional whitespace HTTP allows around a
+   field value (SP and HTAB) is stripped. The mock receiver's admin API applies the same rule.
+5. bounded bodies: a declared ``Content-Length`` above the limit (or not a plain number) is refused
+   before a byte is read, a chunked body is counted while it is read, and the whole body must
+   arrive within ``body_timeout`` seconds (408);
+6. a non-empty body must say it is JSON (``application/json`` or ``+json``) and be strict JSON
+   (``fault_proxy.strict_json``: no duplicate member names, no non-finite numbers, bounded depth).
 
 The body is read once here and replayed to the application, so routes read it as usual. Errors are
 rendered by the API's own ``render`` callable (problem+json for one API, Toxiproxy's
-``{"error", "status"}`` for the other).
+``{"error", "status"}`` for the other) and carry ``Connection: close``: a refused request's body
+may be partly unread, and the connection must not stay open for the rest of it.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Awaitable, Callable, MutableMapping
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
 from starlette.responses import Response
 
+from fault_proxy.strict_json import JsonRefused, loads_strict
+
 MAX_BODY_BYTES = 1 << 20
-MAX_JSON_DEPTH = 32
+BODY_TIMEOUT_S = 10.0
 ADMIN_HEADER = "x-restproof-admin"
 ADMIN_VALUE = "1"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-_LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+LOOPBACK_HOST_NAMES = ("127.0.0.1", "[::1]", "localhost")
+_HTTP_OWS = b" \t"  # the only whitespace HTTP strips around a field value (RFC 9110, 5.6.3)
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -50,32 +59,12 @@ class Refused(Exception):
         self.status, self.kind, self.detail = status, kind, detail
 
 
-def json_depth(value: object) -> int:
-    """Nesting depth of a parsed JSON value, computed without recursion."""
-    deepest = 0
-    stack: list[tuple[object, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            deepest = max(deepest, depth)
-            stack.extend((child, depth + 1) for child in item.values())
-        elif isinstance(item, list):
-            deepest = max(deepest, depth)
-            stack.extend((child, depth + 1) for child in item)
-    return deepest
-
-
 def parse_json(raw: bytes) -> Any:
-    """Parse a request body as bounded JSON, or raise ``Refused`` (400)."""
+    """Parse a request body as strict, bounded JSON, or raise ``Refused`` (400)."""
     try:
-        value = json.loads(raw)
-    except RecursionError:
-        raise Refused(400, "invalid-input", f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
-    except (ValueError, UnicodeDecodeError):
-        raise Refused(400, "invalid-input", "body is not valid JSON") from None
-    if json_depth(value) > MAX_JSON_DEPTH:
-        raise Refused(400, "invalid-input", f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
-    return value
+        return loads_strict(raw)
+    except JsonRefused as exc:
+        raise Refused(400, "invalid-input", str(exc)) from None
 
 
 def is_json_media_type(content_type: str) -> bool:
@@ -83,63 +72,78 @@ def is_json_media_type(content_type: str) -> bool:
     return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
 
 
+def host_allowlist(started_on: Iterable[str], port: int) -> frozenset[str]:
+    """The ``Host`` values an API listening on ``port`` accepts (lower case).
+
+    ``started_on``: the host names or addresses the API was started with (an IPv6 literal with or
+    without brackets). Every name needs the port, except on port 80, where HTTP clients omit it.
+    """
+    names = set(LOOPBACK_HOST_NAMES)
+    for host in started_on:
+        bare = host.strip("[]").lower()
+        if bare:
+            names.add(f"[{bare}]" if ":" in bare else bare)
+    allowed = {f"{name}:{port}" for name in names}
+    if port == 80:
+        allowed |= names
+    return frozenset(allowed)
+
+
 @dataclass(frozen=True)
 class GuardPolicy:
     render: Render
+    allowed_hosts: frozenset[str]  # from host_allowlist(); an empty set refuses every request
     refuse_browsers: bool = False  # real Toxiproxy's guard: User-Agent starting "Mozilla/" gets 403
     require_admin_header: bool = False  # state-changing requests must carry X-Restproof-Admin: 1
     max_body_bytes: int = MAX_BODY_BYTES
+    body_timeout: float = BODY_TIMEOUT_S
+
+
+def _values(scope: Scope, name: bytes) -> list[bytes]:
+    return [bytes(value) for key, value in scope.get("headers", ()) if key == name]
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope.get("headers", ()):
-        if key == name:
-            return bytes(value).decode("latin-1")
-    return None
+    values = _values(scope, name)
+    return values[0].decode("latin-1") if values else None
 
 
-def _own_origins(scope: Scope) -> set[str]:
-    server = scope.get("server")
-    if not server:
-        return set()
-    host, port = server[0], server[1]
-    own = {f"http://{name}:{port}" for name in _LOOPBACK_NAMES}
-    own.add(f"http://[{host}]:{port}" if ":" in str(host) else f"http://{host}:{port}")
-    return own
+def _check_host(scope: Scope, policy: GuardPolicy) -> None:
+    hosts = _values(scope, b"host")
+    if len(hosts) != 1 or hosts[0].strip(_HTTP_OWS).decode("latin-1").lower() not in policy.allowed_hosts:
+        raise Refused(403, "forbidden", "the Host header does not name this server (DNS rebinding is refused)")
 
 
-def _host_allowed(scope: Scope) -> bool:
-    """On a loopback server, the Host header must name loopback too: this defeats DNS rebinding,
-    where a page under a foreign name that resolves to 127.0.0.1 becomes "same-origin"."""
-    server = scope.get("server")
-    host_header = _header(scope, b"host")
-    if not server or host_header is None:
-        return True
-    bound = str(server[0])
-    if bound not in ("127.0.0.1", "::1") and not bound.startswith("127."):
-        return True
-    name = host_header.rsplit(":", 1)[0] if not host_header.endswith("]") else host_header
-    return name.strip("[]").lower() in {"localhost", "::1", bound} or name.startswith("127.")
+def _check_origin(scope: Scope, policy: GuardPolicy) -> None:
+    origins = _values(scope, b"origin")
+    if not origins:
+        return
+    own = {f"http://{host}" for host in policy.allowed_hosts}
+    if len(origins) != 1 or origins[0].strip(_HTTP_OWS).decode("latin-1").lower() not in own:
+        raise Refused(403, "forbidden", "cross-origin requests are refused")
+
+
+def admin_header_ok(values: list[bytes]) -> bool:
+    """``X-Restproof-Admin`` present exactly once with the value ``1`` (around it SP/HTAB only)."""
+    return len(values) == 1 and values[0].strip(_HTTP_OWS) == ADMIN_VALUE.encode()
 
 
 def check_headers(scope: Scope, policy: GuardPolicy) -> None:
-    """Refuse browsers, foreign origins, a missing admin header and oversized declared bodies."""
+    """Refuse rebinding, browsers, foreign origins, a missing admin header and oversized declared bodies."""
+    _check_host(scope, policy)
     method = str(scope.get("method", "GET")).upper()
     if policy.refuse_browsers and (_header(scope, b"user-agent") or "").startswith("Mozilla/"):
         raise Refused(403, "forbidden", "User agent not allowed")
-    if not _host_allowed(scope):
-        raise Refused(403, "forbidden", "the Host header does not name this loopback server")
-    origin = _header(scope, b"origin")
-    if origin is not None and origin not in _own_origins(scope):
-        raise Refused(403, "forbidden", "cross-origin requests are refused")
-    admin = (_header(scope, ADMIN_HEADER.encode()) or "").strip()
-    if policy.require_admin_header and method not in SAFE_METHODS and admin != ADMIN_VALUE:
+    _check_origin(scope, policy)
+    if (policy.require_admin_header and method not in SAFE_METHODS
+            and not admin_header_ok(_values(scope, ADMIN_HEADER.encode()))):
         raise Refused(403, "forbidden", f"state-changing requests need the header X-Restproof-Admin: {ADMIN_VALUE}")
-    declared = _header(scope, b"content-length")
-    if declared is not None:
-        if not declared.isdigit() or len(declared) > 15:
+    declared = _values(scope, b"content-length")
+    if declared:
+        text = declared[0].decode("latin-1")
+        if len(declared) != 1 or not text.isdigit() or not text.isascii() or len(text) > 15:
             raise Refused(400, "invalid-input", "Content-Length is not a valid number")
-        if int(declared) > policy.max_body_bytes:
+        if int(text) > policy.max_body_bytes:
             raise Refused(413, "too-large", f"body larger than {policy.max_body_bytes} bytes")
 
 
@@ -161,11 +165,19 @@ class GuardMiddleware:
                 parse_json(body)
         except Refused as refused:
             response = self.policy.render(refused.status, refused.kind, refused.detail)
+            response.headers["connection"] = "close"
             await response(scope, receive, send)
             return
         await self.app(scope, _replay(body, receive), send)
 
     async def _read_body(self, receive: Receive) -> bytes:
+        try:
+            async with asyncio.timeout(self.policy.body_timeout):
+                return await self._read_bounded(receive)
+        except TimeoutError:
+            raise Refused(408, "timeout", f"the body did not arrive within {self.policy.body_timeout:g} s") from None
+
+    async def _read_bounded(self, receive: Receive) -> bytes:
         chunks: list[bytes] = []
         size = 0
         while True:

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from fault_proxy.cli_run import EXIT_INVALID, EXIT_UNAVAILABLE, fail, main_for
-from fault_proxy.config import ConfigError, build_config
+from fault_proxy.config import DEFAULT_BODY_TIMEOUT_S, DEFAULT_MAX_BODY_BYTES, ConfigError, build_config
 from fault_proxy.tcp.cli import tcp_app
 
 PROG = "fault-proxy"
@@ -43,6 +43,15 @@ def serve(  # noqa: PLR0917 - typer maps each option to a parameter
     also_listen: Annotated[
         list[str] | None, typer.Option(help="another HOST:PORT the same proxy listens on (repeatable)")
     ] = None,
+    max_body_bytes: Annotated[
+        int, typer.Option(help="largest request (and receiver answer) body the proxy reads, in bytes")
+    ] = DEFAULT_MAX_BODY_BYTES,
+    body_timeout: Annotated[
+        float, typer.Option(help="seconds a request body may take to arrive after its head")
+    ] = DEFAULT_BODY_TIMEOUT_S,
+    log_level: Annotated[
+        str, typer.Option(help="critical, error, warning, info, debug or trace (query values are redacted)")
+    ] = "warning",
 ) -> None:
     """Run the proxy in front of UPSTREAM until SIGINT/SIGTERM.
 
@@ -57,6 +66,9 @@ def serve(  # noqa: PLR0917 - typer maps each option to a parameter
             allow_non_loopback=allow_non_loopback,
             ready_file=ready_file,
             also_listen=tuple(also_listen or ()),
+            max_body_bytes=max_body_bytes,
+            body_timeout=body_timeout,
+            log_level=log_level,
         )
     except ConfigError as exc:
         raise fail(PROG, str(exc), EXIT_INVALID) from None

@@ -8,6 +8,11 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 MAX_SEED = 2**63 - 1  # the control API's POST /reset accepts the same range
+DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
+MAX_BODY_BYTES_LIMIT = 1 << 31  # 2 GiB: above that a buffered body is a memory fault, not a test
+DEFAULT_BODY_TIMEOUT_S = 60.0
+MAX_BODY_TIMEOUT_S = 3600.0
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
 
 
 def _shown(text: str) -> str:
@@ -29,6 +34,16 @@ class HostPort:
 
 
 @dataclass(frozen=True)
+class ReadLimits:
+    """What one request on the proxied port may cost (enforced by ``fault_proxy.wire_limits``)."""
+
+    max_head_bytes: int = 64 * 1024
+    head_timeout: float = 10.0
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    body_timeout: float = DEFAULT_BODY_TIMEOUT_S
+
+
+@dataclass(frozen=True)
 class ServeConfig:
     listen: HostPort
     upstream_scheme: str
@@ -39,6 +54,8 @@ class ServeConfig:
     also_listen: tuple[HostPort, ...] = ()
     """More listen addresses of the same proxy (one rule set, one log), e.g. a veth address that a
     worker in another network namespace reaches, so the log shows that worker's own address."""
+    limits: ReadLimits = ReadLimits()
+    log_level: str = "warning"
 
     @property
     def upstream_url(self) -> str:
@@ -88,6 +105,9 @@ def build_config(
     allow_non_loopback: bool = False,
     ready_file: str | None = None,
     also_listen: tuple[str, ...] = (),
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    body_timeout: float = DEFAULT_BODY_TIMEOUT_S,
+    log_level: str = "warning",
 ) -> ServeConfig:
     listen_hp = parse_host_port(listen, "--listen", allow_zero=True)
     also_hps = tuple(parse_host_port(text, "--also-listen", allow_zero=True) for text in also_listen)
@@ -119,6 +139,14 @@ def build_config(
         raise ConfigError("--upstream must not point at the control API")
     if not 0 <= seed <= MAX_SEED:
         raise ConfigError(f"--seed must be in 0..{MAX_SEED}")
+    if not 1024 <= max_body_bytes <= MAX_BODY_BYTES_LIMIT:
+        raise ConfigError(f"--max-body-bytes must be in 1024..{MAX_BODY_BYTES_LIMIT}")
+    if not 1 <= body_timeout <= MAX_BODY_TIMEOUT_S:  # NaN fails both comparisons
+        raise ConfigError(f"--body-timeout must be in 1..{MAX_BODY_TIMEOUT_S:g} seconds")
+    if log_level not in LOG_LEVELS:
+        raise ConfigError(f"--log-level must be one of {', '.join(LOG_LEVELS)}")
     if ready_file is not None:
         check_ready_file(ready_file)
-    return ServeConfig(listen_hp, parts.scheme, upstream_hp, control_hp, seed, ready_file, also_hps)
+    limits = ReadLimits(max_body_bytes=max_body_bytes, body_timeout=body_timeout)
+    return ServeConfig(listen_hp, parts.scheme, upstream_hp, control_hp, seed, ready_file, also_hps, limits,
+                       log_level)

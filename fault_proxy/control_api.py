@@ -2,20 +2,21 @@
 
 Errors are RFC 9457 problem documents (``application/problem+json``) with a stable ``type``.
 
-Every request passes ``fault_proxy.api_guards`` first: bounded JSON bodies, a foreign ``Origin``
-refused, and every state-changing request (anything but GET/HEAD/OPTIONS) must carry
-``X-Restproof-Admin: 1``, a header a web page cannot add to a cross-site request without a CORS
-preflight this API never grants. A page open in the operator's browser cannot reset the log.
+Every request passes ``fault_proxy.api_guards`` first: a ``Host`` outside the allowlist (DNS
+rebinding) and a foreign ``Origin`` refused, bounded strict-JSON bodies, and every state-changing
+request (anything but GET/HEAD/OPTIONS) must carry ``X-Restproof-Admin: 1``, a header a web page
+cannot add to a cross-site request without a CORS preflight this API never grants. A page open in
+the operator's browser can neither read the log nor reset it.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, Strict
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from fault_proxy.api_guards import GuardMiddleware, GuardPolicy
@@ -27,7 +28,8 @@ PROBLEM = "application/problem+json"
 
 class ResetBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    seed: int | None = Field(default=None, ge=0, le=2**63 - 1)
+    # Strict: "5" or true is not a seed (pydantic's lax mode would read them as 5 and 1).
+    seed: Annotated[int, Strict()] | None = Field(default=None, ge=0, le=2**63 - 1)
 
 
 class ProblemError(Exception):
@@ -42,8 +44,9 @@ def _problem(status: int, kind: str, title: str, detail: str, **extra: Any) -> J
     return JSONResponse(body, status_code=status, media_type=PROBLEM)
 
 
-def _render_refusal(status: int, kind: str, detail: str) -> Response:
-    titles = {403: "Forbidden", 413: "Body too large", 415: "Unsupported media type"}
+def render_refusal(status: int, kind: str, detail: str) -> Response:
+    """A guard's refusal as this API's problem document (also the raw 408 of a head that never ends)."""
+    titles = {403: "Forbidden", 408: "Request timeout", 413: "Body too large", 415: "Unsupported media type"}
     return _problem(status, kind, titles.get(status, "Invalid input"), detail)
 
 
@@ -55,9 +58,11 @@ def _validation_errors(exc: RequestValidationError) -> list[dict[str, object]]:
     ]
 
 
-def create_app(state: ProxyState) -> FastAPI:
+def create_app(state: ProxyState, allowed_hosts: frozenset[str] = frozenset()) -> FastAPI:
+    """``allowed_hosts``: ``api_guards.host_allowlist`` of the bound control address (empty: refuse all)."""
     app = FastAPI(title="fault-proxy control API", docs_url=None, redoc_url=None, openapi_url="/openapi.json")
-    app.add_middleware(GuardMiddleware, policy=GuardPolicy(render=_render_refusal, require_admin_header=True))
+    policy = GuardPolicy(render=render_refusal, allowed_hosts=allowed_hosts, require_admin_header=True)
+    app.add_middleware(GuardMiddleware, policy=policy)
 
     @app.exception_handler(RequestValidationError)
     async def _on_invalid(_: Request, exc: RequestValidationError) -> JSONResponse:

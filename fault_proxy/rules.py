@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, Strict, model_validator
 
 from fault_proxy.path_regex import PathRegex, PathRegexError
 
@@ -25,6 +25,14 @@ MAX_NAMES = 32
 MAX_NAME_CHARS = 128
 MAX_HEADER_VALUE_CHARS = 4096
 _HeaderName = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS)]
+# Numbers are strict: "5" and true are not numbers (pydantic's lax mode would read them as 5 and 1).
+# A strict float still takes a JSON integer (5 is 5.0).
+_Int = Annotated[int, Strict()]
+_Float = Annotated[float, Strict()]
+# The proxy frames a synthetic answer itself; a header that reframes it would make the client read
+# a different message than the one sent (a status fault is not a framing fault).
+_FRAMING_HEADERS = frozenset({"content-length", "transfer-encoding"})
+BODYLESS_STATUSES = frozenset({204, 304})  # RFC 9110 15.3.5, 15.4.5: these answers never carry content
 
 _TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 _RULE_ID = r"^[A-Za-z0-9_.-]{1,64}$"
@@ -111,7 +119,7 @@ class TruncateFault(_Closed):
 
     action: Literal["truncate"]
     phase: Literal["response"] = "response"
-    body_bytes: int = Field(ge=0, le=1 << 30)
+    body_bytes: _Int = Field(ge=0, le=1 << 30)
 
 
 class DelayFault(_Closed):
@@ -119,7 +127,7 @@ class DelayFault(_Closed):
 
     action: Literal["delay"]
     phase: Literal["request", "response"]
-    seconds: float = Field(gt=0, le=600)
+    seconds: _Float = Field(gt=0, le=600)
 
 
 class StatusFault(_Closed):
@@ -127,7 +135,7 @@ class StatusFault(_Closed):
 
     action: Literal["status"]
     phase: Literal["request"] = "request"
-    status: int = Field(ge=200, le=599)
+    status: _Int = Field(ge=200, le=599)
     headers: dict[_HeaderName, Annotated[str, Field(max_length=MAX_HEADER_VALUE_CHARS)]] = Field(
         default_factory=dict, max_length=MAX_NAMES
     )
@@ -140,6 +148,12 @@ class StatusFault(_Closed):
                 raise ValueError(f"header name {name!r} is not an HTTP token")
             if any(ch in value for ch in "\r\n\x00"):
                 raise ValueError(f"header {name!r} value contains CR, LF or NUL")
+            if name.lower() in _FRAMING_HEADERS:
+                raise ValueError(f"header {name!r} is set by the proxy from the body it sends")
+        if self.status in BODYLESS_STATUSES and self.body:
+            # Refused rather than dropped: the rule asks for something HTTP cannot send, and a
+            # body after a 204/304 head would be read by the client as the start of the next answer.
+            raise ValueError(f"a {self.status} answer has no body; leave body out (none is sent)")
         return self
 
 
@@ -148,7 +162,7 @@ class HoldFault(_Closed):
 
     action: Literal["hold"]
     phase: Literal["request", "response"]
-    timeout_seconds: float = Field(default=60.0, gt=0, le=3600)
+    timeout_seconds: _Float = Field(default=60.0, gt=0, le=3600)
     on_timeout: Literal["release", "cut"] = "cut"
 
 
@@ -162,7 +176,7 @@ class KillFault(_Closed):
 
     action: Literal["kill"]
     phase: Literal["request_headers", "request", "forwarded", "response"]
-    pid: int = Field(ge=2, le=4_194_304)
+    pid: _Int = Field(ge=2, le=4_194_304)
 
 
 Fault = Annotated[
@@ -176,9 +190,9 @@ class RuleSpec(_Closed):
 
     id: str | None = Field(default=None, pattern=_RULE_ID)
     match: Match = Field(default_factory=Match)
-    nth: int | None = Field(default=None, ge=1, description="eligible from the nth matching request on")
+    nth: _Int | None = Field(default=None, ge=1, description="eligible from the nth matching request on")
     fire: Literal["once", "always", "probability"] = "always"
-    probability: float | None = Field(default=None, ge=0.0, le=1.0)
+    probability: _Float | None = Field(default=None, ge=0.0, le=1.0)
     fault: Fault
 
     @model_validator(mode="after")

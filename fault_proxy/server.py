@@ -16,17 +16,18 @@ import os
 import signal
 import socket
 
-import uvicorn
 from mitmproxy import options
 from mitmproxy.addons import core, next_layer, proxyserver, tlsconfig
 from mitmproxy.master import Master
 
 from fault_proxy.addon import FaultAddon
-from fault_proxy.asgi_server import NoSignalServer
+from fault_proxy.api_guards import host_allowlist
+from fault_proxy.asgi_server import NoSignalServer, api_config
 from fault_proxy.config import HostPort, ServeConfig
-from fault_proxy.control_api import create_app
+from fault_proxy.control_api import create_app, render_refusal
 from fault_proxy.state import ProxyState
 from fault_proxy.wire import ClientWire, install
+from fault_proxy.wire_limits import install_limits
 
 
 def _bind(hp: HostPort) -> socket.socket:
@@ -75,17 +76,20 @@ async def serve(config: ServeConfig) -> int:
     server_addon = proxyserver.Proxyserver()  # type: ignore[no-untyped-call]
     master.addons.add(core.Core(), server_addon, next_layer.NextLayer(), tlsconfig.TlsConfig())  # type: ignore[no-untyped-call]
     # connection_strategy=lazy: no upstream connection at client connect, so faults before
-    # forwarding never touch the receiver. No stream_large_bodies/body_size_limit: every body is
-    # buffered, which is what makes "receiver committed, client got nothing" possible.
+    # forwarding never touch the receiver. No stream_large_bodies: every body is buffered, which is
+    # what makes "receiver committed, client got nothing" possible. body_size_limit bounds the
+    # receiver's answers; requests are bounded (size and time) by fault_proxy.wire_limits.
     master.options.update(  # type: ignore[no-untyped-call]
-        connection_strategy="lazy", stream_large_bodies=None, body_size_limit=None
+        connection_strategy="lazy", stream_large_bodies=None, body_size_limit=str(config.limits.max_body_bytes)
     )
-    wire = ClientWire()
+    wire = ClientWire(state.log)
     install(wire)
-    master.addons.add(FaultAddon(state, wire))  # type: ignore[no-untyped-call]
+    install_limits(config.limits)
+    master.addons.add(FaultAddon(state, wire, config.limits.max_body_bytes))  # type: ignore[no-untyped-call]
     master_task = asyncio.create_task(master.run(), name="mitmproxy")
 
-    uv_config = uvicorn.Config(create_app(state), log_level="warning", access_log=False, lifespan="off")
+    allowed = host_allowlist([config.control.host], control_addr[1])
+    uv_config = api_config(create_app(state, allowed), render_refusal, config.log_level)
     control = NoSignalServer(uv_config)
     control_task = asyncio.create_task(control.serve(sockets=[control_sock]), name="control-api")
 

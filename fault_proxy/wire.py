@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Generator
+from dataclasses import dataclass
+from http import HTTPStatus
 from typing import Any
 
 from mitmproxy import http
@@ -34,19 +36,32 @@ from mitmproxy.proxy.layers.http._events import (
     ResponseProtocolError,
 )
 
-from fault_proxy.request_log import RequestRecord
+from fault_proxy.request_log import RequestLog, RequestRecord
 
 _DETAILS = {
     400: ("bad-request", "the request could not be parsed"),
+    408: ("request-timeout", "the request did not arrive within the proxy's time bound"),
+    413: ("too-large", "the request body is larger than the proxy's size bound"),
+    431: ("head-too-large", "the request head is larger than the proxy's size bound"),
     502: ("upstream-error", "the proxy got no usable answer from the upstream receiver"),
 }
+
+
+def _reason(status: int) -> str:
+    known = status_codes.RESPONSES.get(status)  # mitmproxy's table lacks some (431)
+    if known:
+        return known
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Error"
 
 
 def problem_error_body(status: int) -> bytes:
     kind, detail = _DETAILS.get(status, ("proxy-error", "the proxy could not complete the exchange"))
     document = {
         "type": f"urn:fault-proxy:problem:{kind}",
-        "title": status_codes.RESPONSES.get(status, "Error"),
+        "title": _reason(status),
         "status": status,
         "detail": detail,
     }
@@ -61,24 +76,92 @@ def problem_error_response(status_code: int, message: str = "") -> bytes:
         problem_error_body(status_code),
         {"Content-Type": "application/problem+json", "Connection": "close"},
     )
+    response.reason = _reason(status_code)
     raw: bytes = http1.assemble_response(response)  # type: ignore[no-untyped-call]
     return raw
 
 
+LARGE_BODY_BYTES = 1 << 20
+
+
+@dataclass
+class _Verdict:
+    """The proxy's own refusal of a request whose log entry may not exist yet."""
+
+    request: http.Request
+    status: int | None
+    reason: str
+
+
 class ClientWire:
-    """Records, per client connection, what was handed to it for the request in flight."""
+    """Records, per client connection, what was handed to it for the request in flight.
 
-    def __init__(self) -> None:
-        self._in_flight: dict[str, RequestRecord] = {}
+    The size and time bounds (``fault_proxy.wire_limits``) act inside mitmproxy's connection layer,
+    where a request's log entry may not exist yet (the hook that creates it runs later). Their
+    verdicts name the request object; ``attach`` applies a verdict to the entry made for it.
+    """
 
-    def attach(self, connection_id: str, record: RequestRecord) -> None:
-        self._in_flight[connection_id] = record
+    def __init__(self, log: RequestLog | None = None) -> None:
+        self._log = log
+        self._in_flight: dict[str, tuple[RequestRecord, http.Request | None]] = {}
+        self._verdicts: dict[str, _Verdict] = {}
+        # Connections that buffered a large body (see FaultAddon.client_disconnected).
+        self.large_bodies: set[str] = set()
 
-    def forget(self, connection_id: str) -> None:
+    def attach(self, connection_id: str, record: RequestRecord, request: http.Request | None = None) -> None:
+        self._in_flight[connection_id] = (record, request)
+        verdict = self._verdicts.get(connection_id)
+        if verdict is not None and verdict.request is request:
+            del self._verdicts[connection_id]
+            self._apply(record, verdict)
+
+    def forget(self, connection_id: str) -> bool:
+        """Drop what is kept for a closed connection; True when it had buffered a large body."""
         self._in_flight.pop(connection_id, None)
+        self._verdicts.pop(connection_id, None)
+        return self.take_large(connection_id)
+
+    def take_large(self, connection_id: str) -> bool:
+        """True (once) when an exchange on this connection buffered a large body since last asked."""
+        if connection_id in self.large_bodies:
+            self.large_bodies.discard(connection_id)
+            return True
+        return False
+
+    def buffered(self, connection_id: str, size: int) -> None:
+        if size >= LARGE_BODY_BYTES:
+            self.large_bodies.add(connection_id)
 
     def current(self, connection_id: str) -> RequestRecord | None:
-        return self._in_flight.get(connection_id)
+        entry = self._in_flight.get(connection_id)
+        return entry[0] if entry is not None else None
+
+    def refused(self, connection_id: str, request: http.Request, status: int | None, reason: str) -> None:
+        """The proxy answered ``status`` itself (None: it only closed) and ended ``request``."""
+        verdict = _Verdict(request, status, reason)
+        entry = self._in_flight.get(connection_id)
+        if entry is not None and entry[1] is request:
+            self._apply(entry[0], verdict)
+        else:
+            self._verdicts[connection_id] = verdict
+
+    def head_refused(self, connection_id: str, peer: str, status: int | None, reason: str) -> None:
+        """A request head refused before it was parsed: a log entry of its own, with no request fields."""
+        if self._log is None:
+            return
+        record = self._log.new(connection_id, peer)
+        record.error = reason
+        record.stamp("closed")
+        if status is not None:
+            self.handed(record, ResponseProtocolError(0, reason, status))
+
+    def _apply(self, record: RequestRecord, verdict: _Verdict) -> None:
+        if record.error is None:
+            record.error = verdict.reason
+        interim_only = record.status_sent is None or record.status_sent < 200  # e.g. a 100 Continue
+        if verdict.status is not None and interim_only:
+            self.handed(record, ResponseProtocolError(0, verdict.reason, verdict.status))
+        record.stamp("closed")
 
     @staticmethod
     def handed(record: RequestRecord, event: object) -> None:
@@ -98,6 +181,11 @@ class ClientWire:
 
 
 _installed: ClientWire | None = None
+
+
+def installed() -> ClientWire | None:
+    """The wire the patched layer reports to (None before ``install``)."""
+    return _installed
 
 
 def install(wire: ClientWire) -> None:

@@ -4,8 +4,9 @@ Bodies are read as raw JSON and validated by the registry rather than by FastAPI
 bad body gets Toxiproxy's `{"error": ..., "status": 400}` instead of FastAPI's 422 shape, which
 Toxiproxy clients (toxiproxy-python maps 400 to InvalidToxic) would not understand.
 
-Every request first passes `fault_proxy.api_guards` (bounded JSON bodies, browsers and foreign
-origins refused): toxiproxy-python and the Go client send no browser User-Agent, no Origin, and
+Every request first passes `fault_proxy.api_guards` (a `Host` outside the allowlist, browsers and
+foreign origins refused, bounded strict-JSON bodies): toxiproxy-python and the Go client name the
+API by the address it was started on, send no browser User-Agent, no Origin, and
 `application/json` with every body, so they pass unchanged while a web page cannot drive the API.
 """
 
@@ -18,7 +19,8 @@ from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 
 from fault_proxy.api_guards import GuardMiddleware, GuardPolicy, Refused, parse_json
-from fault_proxy.tcp.engine import ApiError, ProxyRegistry
+from fault_proxy.tcp.engine import ApiError
+from fault_proxy.tcp.registry import ProxyRegistry
 
 SERVER_VERSION = "2.12.0-restproof"  # the Toxiproxy API level implemented, marked as this server
 
@@ -39,11 +41,13 @@ async def _json_body(request: Request, *, allow_empty: bool = False) -> Any:
         raise ApiError(400, f"bad request body: {refused.detail}") from None
 
 
-def _render_refusal(status: int, _kind: str, detail: str) -> Response:
+def render_refusal(status: int, _kind: str, detail: str) -> Response:
+    """A guard's refusal in Toxiproxy's error shape (also the raw 408 of a head that never ends)."""
     return JSONResponse({"error": detail, "status": status}, status_code=status)
 
 
-def create_app(registry: ProxyRegistry) -> FastAPI:
+def create_app(registry: ProxyRegistry, allowed_hosts: frozenset[str] = frozenset()) -> FastAPI:
+    """``allowed_hosts``: ``api_guards.host_allowlist`` of the bound API address (empty: refuse all)."""
     app = FastAPI(title="restproof fault-proxy tcp (Toxiproxy API)", docs_url=None, redoc_url=None,
                   openapi_url=None)
 
@@ -51,8 +55,9 @@ def create_app(registry: ProxyRegistry) -> FastAPI:
     async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
         return _error(exc)
 
-    # Toxiproxy's own guard (browser User-Agents get 403) plus a foreign Origin and non-JSON bodies.
-    app.add_middleware(GuardMiddleware, policy=GuardPolicy(render=_render_refusal, refuse_browsers=True))
+    # Toxiproxy's own guard (browser User-Agents get 403) plus rebinding, a foreign Origin and non-JSON bodies.
+    policy = GuardPolicy(render=render_refusal, allowed_hosts=allowed_hosts, refuse_browsers=True)
+    app.add_middleware(GuardMiddleware, policy=policy)
 
     @app.get("/version")
     async def version() -> Response:

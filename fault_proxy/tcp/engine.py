@@ -1,4 +1,4 @@
-"""Proxies and the registry behind the Toxiproxy-compatible API.
+"""Proxies behind the Toxiproxy-compatible API (the registry of them: ``fault_proxy.tcp.registry``).
 
 Everything here runs on one asyncio event loop (the API server's), so no locks are needed: an API
 handler and a connection's tasks never run at the same time.
@@ -97,21 +97,28 @@ class Proxy:
     # -- lifecycle ------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        if self.enabled:
-            return
-        host, port = split_host_port(self.listen, default_host=LOOPBACK)
+        if not self.enabled:
+            self.adopt(*await self.listen_on(self.listen, self.upstream))
+
+    async def listen_on(self, listen: str, upstream: str) -> tuple[asyncio.Server, str]:
+        """A listener for ``listen`` (port 0 resolved) and that address; changes nothing of the proxy.
+
+        Raises ApiError 400 when the address cannot be bound or the upstream is the listener itself.
+        """
+        host, port = split_host_port(listen, default_host=LOOPBACK)
         try:
-            self._server = await asyncio.start_server(self._accept, host, port)
+            server = await asyncio.start_server(self._accept, host, port)
         except OSError as exc:
             # Toxiproxy answers 500 here; the address is the client's input, so this is a 400.
             raise ApiError(400, f"listen tcp {join_host_port(host, port)}: {exc.strerror or 'cannot listen'}") from None
-        bound = self._server.sockets[0].getsockname()
-        if split_host_port(self.upstream) == (host, bound[1]):
-            self._server.close()
-            self._server = None
+        bound = server.sockets[0].getsockname()
+        if split_host_port(upstream) == (host, bound[1]):
+            server.close()
             raise bad_request("upstream is the proxy's own listen address: it would dial itself")
-        self.listen = join_host_port(host, bound[1])
-        self.enabled = True
+        return server, join_host_port(host, bound[1])
+
+    def adopt(self, server: asyncio.Server, listen: str) -> None:
+        self._server, self.listen, self.enabled = server, listen, True
 
     async def stop(self) -> None:
         if not self.enabled:
@@ -120,22 +127,34 @@ class Proxy:
         if self._server is not None:
             self._server.close()
             self._server = None
+        self._close_connections()
+
+    def _close_connections(self) -> None:
         for connection in list(self._connections):
             connection.close(False)
 
     async def update(self, listen: str, upstream: str, enabled: bool) -> None:
-        if listen != self.listen or upstream != self.upstream:
-            validate_addresses(listen, upstream)
-            was_enabled = self.enabled
+        """Validate, bind what is new, and only then change anything (a refused update changes nothing)."""
+        validate_addresses(listen, upstream)
+        if not enabled:
             await self.stop()
             self.listen, self.upstream = listen, upstream
-            if was_enabled and enabled:
-                await self.start()
-                return
-        if enabled and not self.enabled:
-            await self.start()
-        elif not enabled and self.enabled:
+        elif self.enabled and listen == self.listen:
+            self.retarget(upstream)
+        elif listen != self.listen or upstream != self.upstream or not self.enabled:
+            server, resolved = await self.listen_on(listen, upstream)  # raises before any change
             await self.stop()
+            self.upstream = upstream
+            self.adopt(server, resolved)
+
+    def retarget(self, upstream: str) -> None:
+        """A new upstream behind the same listener; open connections end, as a restart would end them."""
+        if upstream == self.upstream:
+            return
+        if split_host_port(upstream) == split_host_port(self.listen, default_host=LOOPBACK):
+            raise bad_request("upstream is the proxy's own listen address: it would dial itself")
+        self.upstream = upstream
+        self._close_connections()
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         sequence = self._accepted
@@ -246,96 +265,3 @@ def validate_addresses(listen: str, upstream: str) -> None:
         split_host_port(upstream)
     except AddressError as exc:
         raise bad_request(str(exc)) from None
-
-
-class ProxyRegistry:
-    """All proxies of one server, by name."""
-
-    def __init__(self, seed: int | None = None) -> None:
-        self.randomness = Randomness(seed)
-        self.proxies: dict[str, Proxy] = {}
-
-    def get(self, name: str) -> Proxy:
-        proxy = self.proxies.get(name)
-        if proxy is None:
-            raise ApiError(404, "proxy not found")
-        return proxy
-
-    async def create(self, body: Any, *, replace_changed: bool = False) -> Proxy:
-        name, listen, upstream, enabled = _parse_proxy_body(body)
-        existing = self.proxies.get(name)
-        if existing is not None:
-            if not replace_changed:
-                raise ApiError(409, "proxy already exists")
-            if existing.listen == listen and existing.upstream == upstream:
-                return existing
-            await self.delete(name)
-        elif len(self.proxies) >= MAX_PROXIES:
-            raise bad_request(f"bad request body: at most {MAX_PROXIES} proxies")
-        proxy = Proxy(name, listen, upstream, self.randomness)
-        if enabled:
-            await proxy.start()
-        self.proxies[name] = proxy
-        return proxy
-
-    async def update(self, name: str, body: Any) -> Proxy:
-        proxy = self.get(name)
-        if not isinstance(body, dict):
-            raise bad_request("bad request body: expected a JSON object")
-        listen = body.get("listen", proxy.listen)
-        upstream = body.get("upstream", proxy.upstream)
-        enabled = body.get("enabled", proxy.enabled)
-        if not isinstance(listen, str) or not isinstance(upstream, str) or not isinstance(enabled, bool):
-            raise bad_request("bad request body: listen/upstream must be strings, enabled a boolean")
-        await proxy.update(listen, upstream, enabled)
-        return proxy
-
-    async def delete(self, name: str) -> None:
-        proxy = self.get(name)
-        await proxy.stop()
-        del self.proxies[name]
-
-    async def populate(self, body: Any) -> list[Proxy]:
-        if not isinstance(body, list):
-            raise bad_request("bad request body: expected a JSON array of proxies")
-        if len(body) > MAX_PROXIES:
-            raise bad_request(f"bad request body: at most {MAX_PROXIES} proxies")
-        seen: set[str] = set()
-        for index, item in enumerate(body, start=1):  # validate everything before changing anything
-            name, listen, upstream, _ = _parse_proxy_body(item, position=index)
-            if name in seen:
-                raise bad_request(f"duplicate proxy name {name}")
-            seen.add(name)
-            validate_addresses(listen, upstream)
-        return [await self.create(item, replace_changed=True) for item in body]
-
-    async def reset(self) -> None:
-        """Re-enable every proxy and remove every toxic (Toxiproxy's POST /reset)."""
-        for proxy in self.proxies.values():
-            await proxy.start()
-            proxy.remove_all_toxics()
-
-    async def close_all(self) -> None:
-        for proxy in list(self.proxies.values()):
-            await proxy.stop()
-
-
-def _parse_proxy_body(body: Any, position: int | None = None) -> tuple[str, str, str, bool]:
-    where = f" at proxy {position}" if position is not None else ""
-    if not isinstance(body, dict):
-        raise bad_request(f"bad request body{where}: expected a JSON object")
-    name = body.get("name", "")
-    upstream = body.get("upstream", "")
-    listen = body.get("listen") or f"{LOOPBACK}:0"
-    enabled = body.get("enabled", True)
-    if enabled is None:
-        enabled = True
-    if not isinstance(name, str) or not name:
-        raise bad_request(f"missing required field: name{where}")
-    check_name(name, f"proxy name{where}")
-    if not isinstance(upstream, str) or not upstream:
-        raise bad_request(f"missing required field: upstream{where}")
-    if not isinstance(listen, str) or not isinstance(enabled, bool):
-        raise bad_request(f"bad request body{where}: listen must be a string, enabled a boolean")
-    validate_addresses(listen, upstream)
-    return name, listen, upstream, enabled

@@ -13,12 +13,11 @@ import socket
 import threading
 from collections.abc import Callable
 
-import uvicorn
-
-from fault_proxy.asgi_server import NoSignalServer
+from fault_proxy.api_guards import host_allowlist
+from fault_proxy.asgi_server import NoSignalServer, api_config
 from fault_proxy.tcp.addresses import join_host_port
-from fault_proxy.tcp.api import create_app
-from fault_proxy.tcp.engine import ProxyRegistry
+from fault_proxy.tcp.api import create_app, render_refusal
+from fault_proxy.tcp.registry import ProxyRegistry
 
 READY_PREFIX = "fault-proxy tcp API listening on "
 _STARTUP_POLL_S = 0.01
@@ -30,7 +29,8 @@ class ServerStartError(RuntimeError):
 
 async def serve(host: str, port: int, *, seed: int | None = None,
                 on_ready: Callable[[str], None] | None = None,
-                stop_event: asyncio.Event | None = None, handle_signals: bool = False) -> None:
+                stop_event: asyncio.Event | None = None, handle_signals: bool = False,
+                log_level: str = "warning") -> None:
     """Serve the Toxiproxy API on host:port until cancelled or `stop_event` is set.
 
     `on_ready` receives the API URL once the socket is bound (port 0 resolves to the real port).
@@ -41,8 +41,8 @@ async def serve(host: str, port: int, *, seed: int | None = None,
     # task, while an OSError raised here reaches the caller as a clear error.
     listener = _bind(host, port)
     registry = ProxyRegistry(seed=seed)
-    config = uvicorn.Config(create_app(registry), log_level="warning", lifespan="off", access_log=False)
-    server = NoSignalServer(config)
+    allowed = host_allowlist([host], listener.getsockname()[1])
+    server = NoSignalServer(api_config(create_app(registry, allowed), render_refusal, log_level))
     if handle_signals:
         stop_event = stop_event or asyncio.Event()
         loop = asyncio.get_running_loop()

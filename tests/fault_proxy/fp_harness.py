@@ -142,15 +142,16 @@ class RunningProxy:
     control: ControlClient
 
 
-def start_proxy(upstream: RecordingUpstream, seed: int = 0, stderr_path: Path | None = None) -> RunningProxy:
+def start_proxy(upstream: RecordingUpstream, seed: int = 0, stderr_path: Path | None = None,
+                extra_args: tuple[str, ...] = (), control: str = "127.0.0.1:0") -> RunningProxy:
     """The proxy as a process; with ``stderr_path`` its stderr goes to that file (to be read after)."""
     ready = Path(tempfile.mkdtemp(prefix="fp-")) / "ready.json"
     stderr: Any = subprocess.PIPE if stderr_path is None else stderr_path.open("wb")
     process = subprocess.Popen(
         [
             sys.executable, "-m", "fault_proxy", "serve",
-            "--listen", "127.0.0.1:0", "--upstream", upstream.url, "--control", "127.0.0.1:0",
-            "--seed", str(seed), "--ready-file", str(ready),
+            "--listen", "127.0.0.1:0", "--upstream", upstream.url, "--control", control,
+            "--seed", str(seed), "--ready-file", str(ready), *extra_args,
         ],
         stdout=subprocess.DEVNULL,
         stderr=stderr,

@@ -48,6 +48,12 @@ def test_ready_file_that_is_a_directory_exits_2(tmp_path: Path) -> None:
         [*BASE[:4], "--control", "127.0.0.1:" + "9" * 5000],  # 5,000-digit port
         [*BASE, "--seed", str(2**63)],
         [*BASE, "--seed", "9" * 5000],
+        [*BASE, "--max-body-bytes", "1023"],
+        [*BASE, "--max-body-bytes", str(2**31 + 1)],
+        [*BASE, "--body-timeout", "0"],
+        [*BASE, "--body-timeout", "nan"],
+        [*BASE, "--body-timeout", "inf"],
+        [*BASE, "--log-level", "TRACE2"],
         ["--listen", "127.0.0.1:0"],  # missing options: click's usage error, as one line
         [*BASE, "--no-such-option"],
     ],

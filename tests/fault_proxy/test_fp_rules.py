@@ -59,11 +59,46 @@ def test_match(match: dict[str, Any], method: str, path: str, expected: bool) ->
         {"match": {"headers_present": ["bad header"]}},
         {"id": "has space"},
         {"unknown_field": 1},
+        # Numbers are strict: a string or a boolean is not a number, whatever it spells.
+        {"nth": "3"},
+        {"nth": True},
+        {"nth": 3.0},
+        {"fire": "probability", "probability": "0.5"},
+        {"fire": "probability", "probability": True},
+        {"fault": {"action": "status", "status": "503"}},
+        {"fault": {"action": "status", "status": True}},
+        {"fault": {"action": "delay", "phase": "request", "seconds": "1"}},
+        {"fault": {"action": "delay", "phase": "request", "seconds": True}},
+        {"fault": {"action": "hold", "phase": "request", "timeout_seconds": "5"}},
+        {"fault": {"action": "kill", "phase": "request", "pid": "1234"}},
+        {"fault": {"action": "truncate", "body_bytes": "10"}},
+        # A 204/304 answer has no body, and the proxy frames what it sends itself.
+        {"fault": {"action": "status", "status": 204, "body": "x"}},
+        {"fault": {"action": "status", "status": 304, "body": "{}"}},
+        {"fault": {"action": "status", "status": 200, "headers": {"Content-Length": "99"}}},
+        {"fault": {"action": "status", "status": 200, "headers": {"transfer-encoding": "chunked"}}},
     ],
 )
 def test_invalid_specs_are_rejected(bad: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
         spec(**bad)
+
+
+@pytest.mark.parametrize(
+    "good",
+    [
+        {"nth": 3},
+        {"fire": "probability", "probability": 1},  # a JSON integer is a number for a float field
+        {"fault": {"action": "delay", "phase": "request", "seconds": 2}},
+        {"fault": {"action": "hold", "phase": "request", "timeout_seconds": 0.5}},
+        {"fault": {"action": "status", "status": 204}},
+        {"fault": {"action": "status", "status": 304, "body": ""}},  # an empty body is no body
+        {"fault": {"action": "status", "status": 205, "body": "x"}},
+        {"fault": {"action": "status", "status": 503, "headers": {"Content-Type": "text/plain", "Retry-After": "1"}}},
+    ],
+)
+def test_valid_specs_are_accepted(good: dict[str, Any]) -> None:
+    assert spec(**good).model_dump(exclude_none=True)["fault"]["action"] in {"close", "delay", "hold", "status"}
 
 
 def test_nth_once_fires_exactly_on_the_nth_match() -> None:

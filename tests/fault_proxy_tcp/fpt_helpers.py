@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
+import tempfile
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
 from fault_proxy.tcp.launcher import ToxiproxyHandle, ToxiproxyNotFound, find_real_toxiproxy, start_toxiproxy
+from fault_proxy.tcp.server import READY_PREFIX
 
 NO_REAL_SERVER = "no Toxiproxy server binary on PATH or in TOXIPROXY_SERVER"
 HTTP_BODY = b"0123456789abcdef" * 256  # 4096 bytes, a fixed test body with no meaning
@@ -131,3 +136,26 @@ def echo_roundtrip(listen: str, payload: bytes) -> tuple[bytes, float]:
                 break
             received += data
         return received, time.monotonic() - started
+
+
+class Served:
+    """The built-in server as a process (`python -m fault_proxy.tcp serve`), its stderr kept in a file."""
+
+    def __init__(self, *extra_args: str) -> None:
+        self.stderr_path = Path(tempfile.mkdtemp(prefix="fpt-served-")) / "stderr.log"
+        self._stderr = self.stderr_path.open("wb")
+        self.process = subprocess.Popen([sys.executable, "-m", "fault_proxy.tcp", "serve", "--api", "127.0.0.1:0",
+                                         *extra_args],
+                                        stdout=subprocess.PIPE, stderr=self._stderr, text=True)
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        assert line.startswith(READY_PREFIX), line
+        self.url = line[len(READY_PREFIX):].strip()
+        host, port = self.url.removeprefix("http://").rsplit(":", 1)
+        self.host, self.port = host, int(port)
+
+    def stop(self) -> str:
+        self.process.terminate()
+        self.process.wait(20)
+        self._stderr.close()
+        return self.stderr_path.read_text(errors="replace")

@@ -10,44 +10,18 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
-import sys
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 import pytest
-from fpt_helpers import EchoServer, echo_roundtrip
+from fpt_helpers import EchoServer, Served, echo_roundtrip
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from toxiproxy import Toxiproxy
 
-from fault_proxy.tcp.server import READY_PREFIX
-
 pytestmark = pytest.mark.timeout(180)
-
-
-class Served:
-    def __init__(self) -> None:
-        self.stderr_path = Path(tempfile.mkdtemp(prefix="fpt-hostile-")) / "stderr.log"
-        self._stderr = self.stderr_path.open("wb")
-        self.process = subprocess.Popen([sys.executable, "-m", "fault_proxy.tcp", "serve", "--api", "127.0.0.1:0"],
-                                        stdout=subprocess.PIPE, stderr=self._stderr, text=True)
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        assert line.startswith(READY_PREFIX), line
-        self.url = line[len(READY_PREFIX):].strip()
-        host, port = self.url.removeprefix("http://").rsplit(":", 1)
-        self.host, self.port = host, int(port)
-
-    def stop(self) -> str:
-        self.process.terminate()
-        self.process.wait(20)
-        self._stderr.close()
-        return self.stderr_path.read_text(errors="replace")
 
 
 @pytest.fixture(scope="module")
@@ -145,8 +119,8 @@ def test_hostile_toxics_get_a_toxiproxy_4xx(served: Served, api: httpx.Client, e
 
 def test_a_50_mb_name_is_refused_before_it_is_read(served: Served) -> None:
     with socket.create_connection((served.host, served.port), timeout=10) as sock:
-        sock.sendall(b"POST /proxies HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                     b"Content-Length: 52428800\r\n\r\n{\"name\": \"xxxx")
+        sock.sendall(b"POST /proxies HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n" % served.port
+                     + b"Content-Length: 52428800\r\n\r\n{\"name\": \"xxxx")
         answer = sock.recv(65536)
     assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
     _still_answers(served)
@@ -154,8 +128,8 @@ def test_a_50_mb_name_is_refused_before_it_is_read(served: Served) -> None:
 
 def test_absurd_content_length_is_a_400(served: Served) -> None:
     with socket.create_connection((served.host, served.port), timeout=10) as sock:
-        sock.sendall(b"POST /proxies HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                     b"Content-Length: 99999999999999999999\r\n\r\n{}")
+        sock.sendall(b"POST /proxies HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n" % served.port
+                     + b"Content-Length: 99999999999999999999\r\n\r\n{}")
         answer = sock.recv(65536)
     assert answer.split(b" ", 2)[1] in (b"400", b"413"), answer[:200]
     _still_answers(served)

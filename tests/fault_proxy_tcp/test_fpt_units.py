@@ -11,7 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fault_proxy.tcp.addresses import AddressError, join_host_port, split_host_port
-from fault_proxy.tcp.engine import ApiError, Proxy, ProxyRegistry, Randomness
+from fault_proxy.tcp.engine import ApiError, Proxy, Randomness
+from fault_proxy.tcp.registry import ProxyRegistry
 from fault_proxy.tcp.toxics import (
     LatencyAttributes,
     Stream,
