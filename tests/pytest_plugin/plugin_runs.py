@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,3 +74,30 @@ def read_junit(path: Path) -> tuple[Case, ...]:
                 break
         cases.append(Case(case.get("classname", ""), case.get("name", ""), outcome, message))
     return tuple(cases)
+
+
+def marked_processes(probe: str) -> dict[int, str]:
+    """pid -> command line of every live process whose environment holds ``probe`` (``NAME=value``),
+    read from /proc: what a pytest started with that variable left running, however deep."""
+    found = {}
+    wanted = probe.encode()
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            environ = Path(f"/proc/{name}/environ").read_bytes()
+            cmdline = Path(f"/proc/{name}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if wanted in environ.split(b"\0"):
+            found[int(name)] = cmdline.replace(b"\0", b" ").decode("utf-8", "replace")
+    return found
+
+
+def wait_until(condition: Callable[[], bool], limit: float, pause: float = 0.2) -> bool:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(pause)
+    return condition()
