@@ -69,6 +69,16 @@ def host_port(url: str) -> str:
     return f"{parts.hostname}:{parts.port}"
 
 
+def _error_of(response: httpx.Response) -> str:
+    """Toxiproxy's own error text (``{"error": ...}``), never the raw body."""
+    try:
+        document = response.json()
+    except ValueError:
+        return ""
+    error = document.get("error") if isinstance(document, dict) else None
+    return f" ({error[:200]})" if isinstance(error, str) else ""
+
+
 @dataclass(frozen=True, slots=True)
 class TcpProxy:
     """A typed client of a Toxiproxy-compatible server (docs/tcp-faults.md): one TCP proxy per
@@ -85,8 +95,8 @@ class TcpProxy:
         except httpx.HTTPError as exc:
             raise ServiceUnavailable(f"the TCP fault proxy's API is unreachable: {type(exc).__name__}") from None
         if response.status_code >= 400:
-            raise ServiceUnavailable(f"the TCP fault proxy refused {method} {path}: {response.status_code} "
-                                     f"{response.text[:200]}")
+            raise ServiceUnavailable(f"the TCP fault proxy refused {method} {path}: {response.status_code}"
+                                     f"{_error_of(response)}")
         return response.json() if response.content else None
 
     def create(self, name: str, upstream: str) -> str:

@@ -55,3 +55,6 @@ def test_the_blind_retry_fails_the_commit_then_cut_rows_by_the_checkers(example:
     assert "FAILED restproof[toy-sink-blind]::sync.cut.after_commit" in run.output
     assert "  duplicates: effect" in run.output  # the reasons are in pytest's own output, not only in the XML
     assert "Traceback" not in run.output
+    # Days, counts and reasons only: no payload value of the workload's rows, no credential.
+    for sentinel in ("Москва-Север", "multi word label", "restproof-certification-token"):
+        assert sentinel not in run.output and all(sentinel not in case.message for case in run.cases)

@@ -136,7 +136,7 @@ def test_the_tcp_client_creates_arms_and_resets(tcp: TcpProxy) -> None:
         tcp.reset()  # enabled again, toxics gone
         socket.create_connection((host, int(port)), timeout=5).close()
         assert tcp.client.get(f"{tcp.api_url}/proxies/up/toxics").json() == []
-        with pytest.raises(ServiceUnavailable, match="refused POST /proxies: 409"):
+        with pytest.raises(ServiceUnavailable, match=r"refused POST /proxies: 409 \(proxy already exists\)"):
             tcp.create("up", upstream_address)
 
 
