@@ -13,6 +13,9 @@ from pathlib import Path
 
 RUN_LIMIT_S = 900.0
 """A bound on any pytest run of these tests (a hang fails the test, never blocks the suite)."""
+PLUGIN_TEST_LIMIT_S = 1000
+"""pytest-timeout's bound on a test that runs pytest (the suite's default, 300 s, is too short for a
+run that starts its own receivers and proxies on a loaded machine; each run has its own bound)."""
 
 
 @dataclass(frozen=True)

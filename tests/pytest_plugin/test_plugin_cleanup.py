@@ -13,9 +13,9 @@ import uuid
 from pathlib import Path
 
 import pytest
-from plugin_runs import environment, marked_processes, pytest_command, wait_until
+from plugin_runs import PLUGIN_TEST_LIMIT_S, environment, marked_processes, pytest_command, wait_until
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(PLUGIN_TEST_LIMIT_S)]
 HANGING_SINK = """\
 schema_id: restproof.sink_under_test.v2
 name: hang
@@ -38,7 +38,7 @@ GONE_LIMIT_S = 60.0
 
 
 def _start(repository: Path, probe: str, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(pytest_command("-p", "no:randomly", *args), cwd=repository,
+    return subprocess.Popen(pytest_command(*args), cwd=repository,
                             env=environment(repository, {"RESTPROOF_TEST_PROBE": probe}),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 

@@ -9,9 +9,9 @@ import re
 from pathlib import Path
 
 import pytest
-from plugin_runs import run_pytest
+from plugin_runs import PLUGIN_TEST_LIMIT_S, run_pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(PLUGIN_TEST_LIMIT_S)]
 
 CORRECT_ROWS = ("sync.none", "sync.cut.request", "sync.cut.after_commit", "sync.truncate.response",
                 "sync.status.503.retry_after", "sync.kill.after_commit")

@@ -8,11 +8,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from plugin_runs import environment, pytest_command
+from plugin_runs import PLUGIN_TEST_LIMIT_S, environment, pytest_command
 
 from certification.scenarios import bundled_rows
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(PLUGIN_TEST_LIMIT_S)]
 REFERENCE = Path(__file__).resolve().parents[2] / "scenarios" / "sinks" / "reference.yaml"
 ROW_NODE = "restproof[{sink}]::{row}"
 

@@ -9,9 +9,9 @@ import stat
 from pathlib import Path
 
 import pytest
-from plugin_runs import run_pytest
+from plugin_runs import PLUGIN_TEST_LIMIT_S, run_pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(PLUGIN_TEST_LIMIT_S)]
 LIMIT_S = 300.0
 """No run here may come near it: every failure is bounded by its own start-up limit."""
 FIXTURE_TESTS = """\
