@@ -135,14 +135,18 @@ class RowSession:
                 family = stack.enter_context(family_services(row, self.work_root / f"services{self._started}",
                                                              self.seed, start_timeout=self.start_timeout))
         except ServiceUnavailable as exc:
-            self._broken[row.catalog] = str(exc)
-            raise
+            message = str(exc)
+        except OSError as exc:  # a console script missing or not executable
+            message = f"a harness part could not be started: {exc.strerror or exc}"
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
             message = f"the workload's requests could not be exported for the catalog's sinks ({type(exc).__name__})"
-            self._broken[row.catalog] = message
-            raise ServiceUnavailable(message) from None
-        self._families[row.catalog] = (family, stack)
-        return family
+        else:
+            self._families[row.catalog] = (family, stack)
+            return family
+        # Kept: a part that cannot start now will not start for the next row either, and each try costs
+        # up to the start-up bound.
+        self._broken[row.catalog] = message
+        raise ServiceUnavailable(message)
 
     def _drop(self, row: Row) -> None:
         """A service stopped answering mid-row: the next row of the catalog starts fresh ones."""
