@@ -112,7 +112,8 @@ def family_services(row: Row, work: Path, seed: int, receiver_url: str | None = 
         proxy = stack.enter_context(proxy_process(upstream, work / "proxy", seed, start_timeout=start_timeout))
         proxy_address = urlsplit(proxy.url)
         next_hop = (str(proxy_address.hostname), int(proxy_address.port or 80))
-        tcp = stack.enter_context(tcp_proxy_process(next_hop, seed)) if row.catalog_uses_tcp else None
+        tcp = (stack.enter_context(tcp_proxy_process(next_hop, seed, start_timeout=start_timeout))
+               if row.catalog_uses_tcp else None)
         namespace = stack.enter_context(host_namespace()) if isolation == NAMESPACE_MODE else None
         listen = [("127.0.0.1", 0)] + ([] if namespace is None else [(namespace.host_address, 0)])
         tap = WireTap(tcp.listen if tcp is not None else next_hop, listen)
