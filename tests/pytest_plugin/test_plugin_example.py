@@ -13,9 +13,11 @@ from plugin_runs import PLUGIN_TEST_LIMIT_S, run_pytest
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(PLUGIN_TEST_LIMIT_S)]
 
-CORRECT_ROWS = ("sync.none", "sync.cut.request", "sync.cut.after_commit", "sync.truncate.response",
-                "sync.status.503.retry_after", "sync.kill.after_commit")
-COMMIT_THEN_CUT = ("sync.cut.after_commit", "sync.truncate.response", "sync.kill.after_commit")
+CORRECT_ROWS = ("sync.tcp.reset.after_commit", "sync.none", "sync.cut.request", "sync.cut.after_commit",
+                "sync.truncate.response", "sync.status.503.retry_after", "sync.kill.after_commit")
+"""In catalog order; the first from the TCP catalog (a reset after commit), the others from the HTTP one."""
+COMMIT_THEN_CUT = ("sync.tcp.reset.after_commit", "sync.cut.after_commit", "sync.truncate.response",
+                   "sync.kill.after_commit")
 EXAMPLE_TESTS = {"tests.test_parts": {"test_an_answer_lost_after_commit_is_resent_under_the_same_key",
                                       "test_an_answer_reset_every_time_is_never_called_done"},
                  "tests.test_rows": {"test_commit_then_cut_applies_every_day_once"}}
