@@ -34,7 +34,15 @@ from certification.history import Completeness, History, Run, RunKind, Snapshot
 from certification.netns import NAMESPACE_MODE, PROCESS_MODE, HostNamespace, host_namespace, relay
 from certification.observe import RunWindow, effects_of, snapshot, tap_overflowed, wire_requests
 from certification.scenarios import Row
-from certification.services import Proxy, Receiver, RuleRefused, ServiceUnavailable, proxy_process, receiver_process
+from certification.services import (
+    START_TIMEOUT_S,
+    Proxy,
+    Receiver,
+    RuleRefused,
+    ServiceUnavailable,
+    proxy_process,
+    receiver_process,
+)
 from certification.sinks import (
     RUN_TIMEOUT_S,
     Finished,
@@ -91,19 +99,22 @@ def _export_bundle(row: Row, bindings: Path, bundle_dir: Path) -> None:
 
 @contextmanager
 def family_services(row: Row, work: Path, seed: int, receiver_url: str | None = None,
-                    isolation: str = PROCESS_MODE) -> Iterator[Family]:
+                    isolation: str = PROCESS_MODE, *, start_timeout: float = START_TIMEOUT_S) -> Iterator[Family]:
     """Receiver + proxy + tap for one catalog, a binding re-pointed at the tap, the exported bundle.
     With ``receiver_url`` (a live receiver) no receiver is started: the proxy forwards there. With
-    ``isolation`` NAMESPACE_MODE the restarted hosts get a network namespace (certification.netns)."""
+    ``isolation`` NAMESPACE_MODE the restarted hosts get a network namespace (certification.netns).
+    ``start_timeout`` bounds each server's start-up (ServiceUnavailable after it)."""
     with ExitStack() as stack:
         receiver: Receiver | None = None
         if receiver_url is None:
-            receiver = stack.enter_context(receiver_process(row.receiver, work / "receiver"))
+            receiver = stack.enter_context(receiver_process(row.receiver, work / "receiver",
+                                                            start_timeout=start_timeout))
         upstream = receiver.data_url if receiver is not None else str(receiver_url)
-        proxy = stack.enter_context(proxy_process(upstream, work / "proxy", seed))
+        proxy = stack.enter_context(proxy_process(upstream, work / "proxy", seed, start_timeout=start_timeout))
         proxy_address = urlsplit(proxy.url)
         next_hop = (str(proxy_address.hostname), int(proxy_address.port or 80))
-        tcp = stack.enter_context(tcp_proxy_process(next_hop, seed)) if row.catalog_uses_tcp else None
+        tcp = (stack.enter_context(tcp_proxy_process(next_hop, seed, start_timeout=start_timeout))
+               if row.catalog_uses_tcp else None)
         namespace = stack.enter_context(host_namespace()) if isolation == NAMESPACE_MODE else None
         listen = [("127.0.0.1", 0)] + ([] if namespace is None else [(namespace.host_address, 0)])
         tap = WireTap(tcp.listen if tcp is not None else next_hop, listen)

@@ -37,8 +37,9 @@ class RuleRefused(ValueError):
     """The fault proxy refused a catalog row's rule as invalid: invalid input (exit 2), not a harness outage."""
 
 
-def _wait_for_file(path: Path, process: subprocess.Popen[bytes], what: str) -> dict[str, Any]:
-    deadline = time.monotonic() + START_TIMEOUT_S
+def _wait_for_file(path: Path, process: subprocess.Popen[bytes], what: str, timeout: float = START_TIMEOUT_S
+                   ) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if path.exists():
             try:
@@ -51,7 +52,7 @@ def _wait_for_file(path: Path, process: subprocess.Popen[bytes], what: str) -> d
             raise ServiceUnavailable(f"{what} exited with status {process.returncode} before it was ready")
         time.sleep(0.05)
     process.kill()
-    raise ServiceUnavailable(f"{what} was not ready within {START_TIMEOUT_S:.0f} s")
+    raise ServiceUnavailable(f"{what} was not ready within {timeout:g} s")
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
@@ -171,12 +172,13 @@ def _start_receiver(behaviour: Path, state_dir: Path, port: int, admin_port: int
 
 
 @contextmanager
-def receiver_process(behaviour: Path, state_dir: Path) -> Iterator[Receiver]:
+def receiver_process(behaviour: Path, state_dir: Path, *, start_timeout: float = START_TIMEOUT_S
+                     ) -> Iterator[Receiver]:
     state_dir.mkdir(parents=True, exist_ok=True)
     process = _start_receiver(behaviour, state_dir, 0, 0)
     with ExitStack() as stack:
         stack.callback(_stop, process)
-        info = _wait_for_file(state_dir / "endpoints.json", process, "mock-receiver")
+        info = _wait_for_file(state_dir / "endpoints.json", process, "mock-receiver", start_timeout)
         client = stack.enter_context(httpx.Client(timeout=30.0))
         receiver = Receiver(process, str(info["data_url"]), str(info["admin_url"]), client, behaviour, state_dir)
         stack.callback(lambda: _stop(receiver.process))  # the one running now, after any restart
@@ -242,7 +244,8 @@ class Proxy:
 
 
 @contextmanager
-def proxy_process(upstream: str, work_dir: Path, seed: int, also_listen: tuple[str, ...] = ()) -> Iterator[Proxy]:
+def proxy_process(upstream: str, work_dir: Path, seed: int, also_listen: tuple[str, ...] = (), *,
+                  start_timeout: float = START_TIMEOUT_S) -> Iterator[Proxy]:
     """``also_listen``: more addresses of the same proxy (host:0 picks a port), in ``Proxy.also``."""
     work_dir.mkdir(parents=True, exist_ok=True)
     ready = work_dir / "proxy-ready.json"
@@ -258,7 +261,7 @@ def proxy_process(upstream: str, work_dir: Path, seed: int, also_listen: tuple[s
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     with ExitStack() as stack:
         stack.callback(_stop, process)
-        info = _wait_for_file(ready, process, "fault-proxy")
+        info = _wait_for_file(ready, process, "fault-proxy", start_timeout)
         client = stack.enter_context(httpx.Client(timeout=30.0))
         yield Proxy(process, f"http://{info['proxy']}", f"http://{info['control']}", client,
                     tuple(str(address) for address in info.get("also", ())))

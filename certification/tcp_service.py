@@ -60,8 +60,8 @@ class TcpProxy:
         self._call("POST", "/reset")
 
 
-def _read_ready(process: subprocess.Popen[bytes]) -> str:
-    """The API URL from the server's ready line (stdout), within START_TIMEOUT_S."""
+def _read_ready(process: subprocess.Popen[bytes], timeout: float) -> str:
+    """The API URL from the server's ready line (stdout), within ``timeout`` seconds."""
     found: list[str] = []
 
     def read() -> None:
@@ -74,7 +74,7 @@ def _read_ready(process: subprocess.Popen[bytes]) -> str:
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    reader.join(timeout=START_TIMEOUT_S)
+    reader.join(timeout=timeout)
     if not found:
         process.kill()
         raise ServiceUnavailable("the TCP fault proxy did not announce its API")
@@ -82,14 +82,15 @@ def _read_ready(process: subprocess.Popen[bytes]) -> str:
 
 
 @contextmanager
-def tcp_proxy_process(upstream: tuple[str, int], seed: int) -> Iterator[TcpProxy]:
+def tcp_proxy_process(upstream: tuple[str, int], seed: int, *, start_timeout: float = START_TIMEOUT_S
+                      ) -> Iterator[TcpProxy]:
     command = [sys.executable, "-m", "fault_proxy.tcp", "serve", "--api", "127.0.0.1:0", "--seed", str(seed)]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     with ExitStack() as stack:
         stack.callback(_stop, process)
-        api_url = _read_ready(process).rstrip("/")
+        api_url = _read_ready(process, start_timeout).rstrip("/")
         client = stack.enter_context(httpx.Client(timeout=30.0))
-        deadline = time.monotonic() + START_TIMEOUT_S
+        deadline = time.monotonic() + start_timeout
         while True:
             try:
                 response = client.post(f"{api_url}/proxies", json={
