@@ -11,7 +11,7 @@ from sink.contracts.transport import PreparedRequest, ResponseBounds, TransportO
 Answer = TransportOutcome | Callable[[PreparedRequest], TransportOutcome]
 """A fixed outcome, or a function of the request that computes one (to answer with its body digest)."""
 
-READ_ONLY_METHODS = frozenset({"GET", "HEAD"})
+READ_ONLY_METHODS = frozenset({"GET"})
 
 
 class ScriptExhausted(AssertionError):
@@ -30,7 +30,7 @@ class Sent:
 
 
 class ScriptedTransport:
-    """Answers each mutation (any method but GET and HEAD) with the next outcome of ``submits``, in
+    """Answers each mutation (POST, PUT, PATCH) with the next outcome of ``submits``, in
     order, and every read-only request with ``read``. Before answering it tells the observer each
     step of ``trace`` (httpcore's trace step names, e.g. ``"http11.send_request_body.complete"``),
     as the real transport does, so failpoints hung on request boundaries fire.
