@@ -18,7 +18,7 @@ from rt_support import response
 
 from sink.contracts.profile import OperationProfile
 from sink.contracts.results import ChildResult
-from sink.contracts.transport import PreparedRequest, ResponseBounds, TimeoutVector, TransportOutcome
+from sink.contracts.transport import PreparedRequest, TransportOutcome
 from sink.design.query import load_design_contract
 from sink.journal.markers import FileMarkerStore, MarkerStore
 from sink.journal.records import (
@@ -39,6 +39,7 @@ from sink.runtime.ports import SupervisorConfig, SupervisorPorts
 from sink.runtime.rate_limiter import RequestKind
 from sink.runtime.submit_step import SubmitStep
 from sink.runtime.supervisor import Supervisor
+from sink.testing import Answer, ScriptedTransport
 from tests.supervisor.sv_support import TestChild, TestRequests, admit, children_for, sync_profile
 
 CONTRACT = load_design_contract()
@@ -101,48 +102,6 @@ class RecordingJournal(SqliteJournal):
 
     def releases(self) -> list[object]:
         return [w for kind, w in self.writes if kind == "release"]
-
-
-@dataclass(frozen=True)
-class Sent:
-    request: PreparedRequest
-    timeouts: TimeoutVector
-    observer: Callable[[str], None] | None
-
-
-Answer = TransportOutcome | Callable[[PreparedRequest], TransportOutcome]
-
-
-class ScriptedTransport:
-    """Answers each mutation (POST) with the next scripted outcome and every read-only request
-    (GET) with ``read``; ``trace`` steps are told to the observer first, like httpcore's trace."""
-
-    def __init__(self, submits: list[Answer], read: Answer | None = None,
-                 trace: tuple[str, ...] = ()) -> None:
-        self._submits = list(submits)
-        self.read = read
-        self._trace = trace
-        self.sent: list[Sent] = []
-
-    def send(self, request: PreparedRequest, *, timeouts: TimeoutVector, bounds: ResponseBounds | None = None,
-             observer: Callable[[str], None] | None = None) -> TransportOutcome:
-        self.sent.append(Sent(request, timeouts, observer))
-        if observer is not None:
-            for step in self._trace:
-                observer(step)
-        if request.method == "GET":
-            answer = self.read
-        else:
-            assert self._submits, "more mutations sent than scripted"
-            answer = self._submits.pop(0)
-        assert answer is not None, f"no scripted answer for {request.method}"
-        return answer(request) if callable(answer) else answer
-
-    def posts(self) -> list[Sent]:
-        return [s for s in self.sent if s.request.method == "POST"]
-
-    def gets(self) -> list[Sent]:
-        return [s for s in self.sent if s.request.method == "GET"]
 
 
 class AsyncRequests(TestRequests):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rt_ports import AsyncRequests, FastRig, ScriptedTransport, drive, fast_rig, reads, summary_of
+from rt_ports import AsyncRequests, FastRig, drive, fast_rig, reads, summary_of
 from rt_support import ASYNC_PROFILE, profile, response
 
 from sink.contracts.errors import ErrorCode, ExitClass
@@ -14,6 +14,7 @@ from sink.contracts.profile import OperationProfile
 from sink.contracts.results import ChildStatus
 from sink.contracts.state import AcknowledgementState, ExecutionState, RemoteEffect
 from sink.contracts.transport import TransportOutcome
+from sink.testing import ScriptedTransport
 from tests.supervisor.sv_support import SUMMARY
 
 

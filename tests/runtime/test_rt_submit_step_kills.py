@@ -10,7 +10,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from rt_ports import Died, Failpoints, FastRig, FixedJitter, ScriptedTransport, accepted, fast_rig, submit_step
+from rt_ports import Died, Failpoints, FastRig, FixedJitter, accepted, fast_rig, submit_step
 from rt_support import not_started, reached_peer, response
 
 from sink.contracts.errors import ErrorCode, ExitClass
@@ -25,6 +25,7 @@ from sink.runtime.rate_limiter import RequestKind
 from sink.runtime.submit_classification import SubmitReason
 from sink.runtime.submit_step import CommitUnconfirmed, SentButNotRecorded, SubmitStep
 from sink.security.revocation import SecurityRefusal
+from sink.testing import ScriptedTransport
 
 SUBMIT = RequestKind.SUBMIT
 

@@ -20,7 +20,6 @@ from rt_ports import (
     FastRig,
     FixedJitter,
     JournalClock,
-    ScriptedTransport,
     accepted,
     drive,
     fast_rig,
@@ -40,6 +39,7 @@ from sink.runtime.journal_moves import facts_digest
 from sink.runtime.outcome import RouteResult
 from sink.runtime.rate_limiter import RateLimitWaitExceeded, RequestKind
 from sink.runtime.supervisor import MAX_STEPS_PER_CHILD, Supervisor, SupervisorDefect
+from sink.testing import ScriptedTransport
 from tests.supervisor.sv_support import SUMMARY, admit, sync_profile
 
 TWO_DAYS = ("2026-08-01", "2026-08-02")

@@ -12,7 +12,6 @@ from pathlib import Path
 from rt_ports import (
     FastRig,
     NoSummaryRequests,
-    ScriptedTransport,
     accepted,
     drive,
     fast_rig,
@@ -29,6 +28,7 @@ from sink.contracts.results import ChildResult, ChildStatus
 from sink.contracts.state import ExecutionState, RemoteEffect, VerificationState
 from sink.contracts.transport import TransportOutcome
 from sink.runtime.journal_moves import facts_digest
+from sink.testing import ScriptedTransport
 from tests.supervisor.sv_support import sync_profile
 
 
