@@ -30,15 +30,18 @@ SUMMARY_SCHEMA = "restproof.rest_sink_certification.v2"
 PRODUCER_VERSION = "0.2.0"
 
 
-def environment(worker_isolation: str = "fresh_process") -> dict[str, Any]:
+def environment(worker_isolation: str = "fresh_process", journal: Mapping[str, str] | None = None
+                ) -> dict[str, Any]:
+    """``journal``: the journal the sink under test used (backend and who provided it), on runs."""
     return {"python": platform.python_version(), "platform": sys.platform, "machine": platform.machine(),
-            "worker_isolation": worker_isolation,
+            "worker_isolation": worker_isolation, **({} if journal is None else {"journal": dict(journal)}),
             "note": "absolute times on a shared machine are noise; counters and verdicts are the evidence"}
 
 
-def _envelope(schema_id: str, body: dict[str, Any], created_at: str, isolation: str) -> dict[str, Any]:
+def _envelope(schema_id: str, body: dict[str, Any], created_at: str, isolation: str,
+              journal: Mapping[str, str] | None = None) -> dict[str, Any]:
     return with_content_digest({"schema_id": schema_id, "producer": {"name": PRODUCER, "version": PRODUCER_VERSION},
-                                "environment": environment(isolation), "created_at": created_at, **body})
+                                "environment": environment(isolation, journal), "created_at": created_at, **body})
 
 
 def _sink_entry(result: SinkRowResult) -> dict[str, Any]:
@@ -93,14 +96,16 @@ def identity_summary(identity: Mapping[str, Any]) -> dict[str, Any]:
 
 def write_artifacts(out: Path, outcomes: Sequence[RowOutcome], *, seed: int, certified: str,
                     identity: Mapping[str, Any] | None = None, isolation: str = "fresh_process",
-                    run_facts: Mapping[str, Any] | None = None) -> dict[str, Path]:
+                    run_facts: Mapping[str, Any] | None = None, journal: Mapping[str, str] | None = None
+                    ) -> dict[str, Path]:
     """``isolation``: how restarted workers ran (``network_namespace`` or ``fresh_process``);
-    ``run_facts``: what the summary states about the run as a whole (fault-space coverage, time)."""
+    ``run_facts``: what the summary states about the run as a whole (fault-space coverage, time);
+    ``journal``: the journal the sink under test used (``environment.journal`` of the matrix and summary)."""
     created = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     base = out / "test_artifacts" / "connectors" / "rest"
     paths = {"matrix": base / "remote_effect_fault_matrix.json", "summary": base / "certification_summary.json"}
     publish_bytes(paths["matrix"], canonical_bytes(_envelope(MATRIX_SCHEMA, matrix_body(outcomes, seed), created,
-                                                                 isolation)))
+                                                                 isolation, journal)))
     summary = {**summary_body(outcomes, certified), **(run_facts or {})}
     if identity is not None:
         paths["identity"] = base / "identity_conflict_matrix.json"
@@ -109,7 +114,8 @@ def write_artifacts(out: Path, outcomes: Sequence[RowOutcome], *, seed: int, cer
         summary["identity_conflict"] = identity_summary(identity)
         if summary["verdict"] == "PASS" and summary["identity_conflict"]["verdict"] != "PASS":
             summary["verdict"] = "FAIL"
-    publish_bytes(paths["summary"], canonical_bytes(_envelope(SUMMARY_SCHEMA, summary, created, isolation)))
+    publish_bytes(paths["summary"], canonical_bytes(_envelope(SUMMARY_SCHEMA, summary, created, isolation,
+                                                                 journal)))
     paths["junit"] = base / "junit.xml"
     publish_bytes(paths["junit"], junit(outcomes, certified))
     write_histories(base, outcomes)  # digest-bound to the matrix: `certify report` draws their timelines

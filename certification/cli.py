@@ -14,8 +14,9 @@ import resource
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
@@ -30,6 +31,13 @@ from certification.execute import RunRequest, execute
 from certification.gallery_command import gallery as gallery_command
 from certification.gate import gate as run_gate
 from certification.identity_matrix import IdentityMatrixFailed
+from certification.journal_backend import (
+    JournalChoice,
+    JournalChoiceError,
+    JournalUnavailable,
+    journal_provider,
+    parse_journal_choice,
+)
 from certification.lanes import DEFAULT_LANES
 from certification.matrix import live_receiver_url
 from certification.netns import isolation_mode
@@ -111,6 +119,22 @@ def _table(outcomes: Sequence[RowOutcome], sinks: Sequence[SinkSpec]) -> Table:
     return table
 
 
+def _execute(request: RunRequest, journal: JournalChoice) -> tuple[list[RowOutcome], dict[str, Any] | None]:
+    """The matrix on the chosen journal (started and stopped around it); a service error is a clear exit."""
+    try:
+        with journal_provider(journal) as journals:
+            per_run = None if journal.kind == "sqlite" else journals.arguments
+            return execute(replace(request, journal=per_run), err)
+    except JournalUnavailable as exc:
+        raise _fail("certify.journal_unavailable", str(exc), 2 if exc.missing_binaries else 3) from None
+    except ServiceUnavailable as exc:
+        raise _fail("certify.unavailable", str(exc), 3) from None
+    except RuleRefused as exc:
+        raise _fail("certify.invalid_rule", str(exc), 2) from None
+    except IdentityMatrixFailed as exc:
+        raise _fail("certify.identity_matrix", str(exc), 3) from None
+
+
 @app.command()
 def run(  # noqa: PLR0917 - typer options
     catalog: Annotated[list[Path] | None, typer.Option("--catalog", help="Scenario catalog(s) [default: bundled].")
@@ -135,6 +159,9 @@ def run(  # noqa: PLR0917 - typer options
         "`ip netns` allow it; process: fresh processes only.")] = "auto",
     parallel: Annotated[int, typer.Option("--parallel", min=1, max=16, help="Lanes, each with its own receiver "
                                           "and proxy (default: 2 per core, at most 4).")] = DEFAULT_LANES,
+    journal: Annotated[str, typer.Option(
+        "--journal", help="The journal of journal-using sinks: sqlite (embedded), postgres (one throwaway cluster "
+        "for the run) or a postgresql:// DSN; each row-and-sink run gets its own database.")] = "sqlite",
 ) -> None:
     """Run the fault matrix (embedded defaults: SQLite journal, mock receiver, fault proxy, 127.0.0.1)."""
     try:
@@ -143,7 +170,8 @@ def run(  # noqa: PLR0917 - typer options
         live = None if receiver_url is None else live_receiver_url(receiver_url)
         if worker_isolation not in ("auto", "process"):
             raise ValueError("--worker-isolation must be auto or process")
-    except (CatalogError, SinkFileError) as exc:
+        journal_choice = parse_journal_choice(journal)
+    except (CatalogError, SinkFileError, JournalChoiceError) as exc:
         raise _fail("certify.invalid_input", str(exc).splitlines()[0][:400], 2) from None
     except (ValidationError, ValueError, OSError) as exc:
         raise _fail("certify.invalid_input", f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}", 2) from None
@@ -154,22 +182,17 @@ def run(  # noqa: PLR0917 - typer options
     started, cpu_started = time.monotonic(), cpu_seconds()
     examples = identity_examples if identity_examples is not None else (
         0 if only else IDENTITY_EXAMPLES_QUICK if quick else IDENTITY_EXAMPLES)
-    try:
-        isolation = isolation_mode(worker_isolation)
-        outcomes, identity = execute(RunRequest(rows, sinks, seed, parallel, live, examples, keep_work, isolation),
-                                     err)
-    except ServiceUnavailable as exc:
-        raise _fail("certify.unavailable", str(exc), 3) from None
-    except RuleRefused as exc:
-        raise _fail("certify.invalid_rule", str(exc), 2) from None
-    except IdentityMatrixFailed as exc:
-        raise _fail("certify.identity_matrix", str(exc), 3) from None
+    # A restarted host's network namespace has no route to the journal server (its 127.0.0.1 is its
+    # own): on a PostgreSQL journal restarted hosts are fresh processes, and the artifacts say so.
+    isolation = isolation_mode("process" if journal_choice.kind != "sqlite" else worker_isolation)
+    outcomes, identity = _execute(RunRequest(rows, sinks, seed, parallel, live, examples, keep_work, isolation),
+                                  journal_choice)
     certified = sinks[0].name
-    run_facts = {"fault_space": coverage([o.row for o in outcomes], "sqlite").as_dict(),
+    run_facts = {"fault_space": coverage([o.row for o in outcomes], journal_choice.backend).as_dict(),
                  "seconds": {"wall": round(time.monotonic() - started, 1),
                              "cpu": round(cpu_seconds() - cpu_started, 1)}}
     paths = write_artifacts(out, outcomes, seed=seed, certified=certified, identity=identity, isolation=isolation,
-                            run_facts=run_facts)
+                            run_facts=run_facts, journal=journal_choice.facts())
     summary = json.loads(paths["summary"].read_bytes())
     try:
         key_path = key or generate_key(out / "keys").private
@@ -194,7 +217,8 @@ def run(  # noqa: PLR0917 - typer options
         Console().print(f"verdict: {summary['verdict']} ({len(outcomes)} rows, {predicate['seconds']} s wall, "
                         f"{summary['seconds']['cpu']} s CPU); fault-space coverage {space['coverage']:.1%} "
                         f"({space['covered']} of {space['meaningful']} meaningful cells); "
-                        f"evidence in {paths['matrix'].parent}", markup=False, highlight=False)
+                        f"journal {journal_choice.facts()['backend']}; evidence in {paths['matrix'].parent}",
+                        markup=False, highlight=False)
     raise typer.Exit(0 if summary["verdict"] == "PASS" else 4)
 
 

@@ -15,7 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from certification.identity_matrix import IdentityRun
 from certification.lanes import LanePlan, run_lanes
-from certification.matrix import family_services
+from certification.matrix import JournalArguments, family_services
 from certification.netns import PROCESS_MODE
 from certification.scenarios import Row
 from certification.sinks import SinkSpec
@@ -33,6 +33,8 @@ class RunRequest:
     keep_work: bool
     isolation: str = PROCESS_MODE
     """How restarted workers run: NAMESPACE_MODE or PROCESS_MODE (certification.netns)."""
+    journal: JournalArguments | None = None
+    """A fresh journal per row-and-sink run (certification.journal_backend); None: embedded SQLite."""
 
 
 def execute(request: RunRequest, console: Console) -> tuple[list[RowOutcome], dict[str, Any] | None]:
@@ -49,7 +51,8 @@ def execute(request: RunRequest, console: Console) -> tuple[list[RowOutcome], di
             outcomes = run_lanes(LanePlan.matrix(request.rows, request.sinks, work_root, request.seed,
                                                  lanes=request.parallel),
                                  lambda row, work, lane_seed: family_services(row, work, lane_seed, live,
-                                                                              request.isolation),
+                                                                              request.isolation,
+                                                                              journal=request.journal),
                                  lambda done: progress.update(task, advance=1, description=done))
             progress.update(task, description="identity conflict matrix")
             identity = None if identity_run is None else identity_run.result()

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,6 +65,8 @@ LEASE_WAIT_S = 1.2
 SETTLE_CLOCK_S = 3600
 """Advancing the receiver clock by an hour settles its "30-minute" async jobs (receipts live a day):
 what an operator does by waiting before reconciling, and what settles jobs a sink left running."""
+JournalArguments = Callable[[], tuple[str, ...]]
+"""``certification.journal_backend``: the arguments pointing one run at a journal of its own."""
 UNVERIFIED_REASON = "the receiver's ground truth cannot be read (a live receiver without a ledger API): never PASS"
 
 
@@ -83,6 +85,8 @@ class Family:
     namespace: HostNamespace | None = None
     tcp: TcpProxy | None = None
     """The TCP fault proxy between the tap and the HTTP proxy (catalogs with TCP rows only)."""
+    journal: JournalArguments | None = None
+    """A fresh journal per row-and-sink run (``--journal DSN``); None: the sink's embedded SQLite journal."""
 
 
 def _export_bundle(row: Row, bindings: Path, bundle_dir: Path) -> None:
@@ -99,7 +103,8 @@ def _export_bundle(row: Row, bindings: Path, bundle_dir: Path) -> None:
 
 @contextmanager
 def family_services(row: Row, work: Path, seed: int, receiver_url: str | None = None,
-                    isolation: str = PROCESS_MODE, *, start_timeout: float = START_TIMEOUT_S) -> Iterator[Family]:
+                    isolation: str = PROCESS_MODE, *, start_timeout: float = START_TIMEOUT_S,
+                    journal: JournalArguments | None = None) -> Iterator[Family]:
     """Receiver + proxy + tap for one catalog, a binding re-pointed at the tap, the exported bundle.
     With ``receiver_url`` (a live receiver) no receiver is started: the proxy forwards there. With
     ``isolation`` NAMESPACE_MODE the restarted hosts get a network namespace (certification.netns).
@@ -131,7 +136,7 @@ def family_services(row: Row, work: Path, seed: int, receiver_url: str | None = 
         bundle_dir = work / "bundle"
         _export_bundle(row, bindings, bundle_dir)
         behaviour = None if receiver is None else receiver.behaviour()
-        yield Family(receiver, proxy, tap, sink_url, bindings, bundle_dir, behaviour, namespace, tcp)
+        yield Family(receiver, proxy, tap, sink_url, bindings, bundle_dir, behaviour, namespace, tcp, journal)
 
 
 def live_receiver_url(url: str) -> str:
@@ -161,6 +166,7 @@ class RowRunner:
             "bundle_dir": str(family.bundle_dir), "receiver_url": family.sink_url,
             "sink_dir": str(sink.base_dir or Path.cwd()),
         }
+        self.journal_args = family.journal() if family.journal is not None and sink.uses_journal() else ()
         self.fault = fault_of(row.fault)
         self.ctx = FaultContext(row, family.proxy, family.receiver, seed, target_day(row, seed), family.tap,
                                 family.tcp)
@@ -173,7 +179,8 @@ class RowRunner:
         values = {**self.values, "worker_id": f"{self.sink.name}-host{host}", **extra}
         namespace = self.family.namespace
         prefix = namespace.prefix() if namespace is not None and host > 1 else ()  # another host, another address
-        return Invocation((*prefix, *render(template, values)), self.work / f"host{host}", _env(extra_env))
+        argv = render(template, values, {"journal_args": self.journal_args})
+        return Invocation((*prefix, *argv), self.work / f"host{host}", _env(extra_env))
 
     def _record(self, finished: Finished, kind: RunKind) -> None:
         # An operator command answers in its own format: it claims nothing about the delivery.

@@ -50,6 +50,10 @@ _LAUNCHER = (
     "os.execvp(sys.argv[2], sys.argv[2:])\n"
 )
 Role = Literal["certified", "baseline"]
+SPREAD_PLACEHOLDERS: dict[str, tuple[str, ...]] = {"journal_args": ()}
+"""Placeholders that stand for a whole argument and expand to zero or more arguments, with their
+value when the harness gives none: ``{journal_args}`` is ``--journal DSN`` on a PostgreSQL run
+(``certify run --journal``) and nothing otherwise (the sink's embedded SQLite journal)."""
 
 
 class SinkSpec(BaseModel):
@@ -74,7 +78,15 @@ class SinkSpec(BaseModel):
         for argument in value or ():
             if "\x00" in argument or len(argument) > 4096:
                 raise ValueError("a command argument holds a NUL character or is over 4096 characters")
+            for name in SPREAD_PLACEHOLDERS:
+                if "{" + name + "}" in argument and argument != "{" + name + "}":
+                    raise ValueError(f"{{{name}}} expands to several arguments: it must be a whole argument")
         return value
+
+    def uses_journal(self) -> bool:
+        """Does any of its commands take the harness's journal (``{journal_args}``)?"""
+        return any(argument == "{journal_args}"
+                   for argument in (*self.run, *(self.recover or ()), *(self.operator or ())))
 
 
 class SinkFileError(ValueError):
@@ -119,9 +131,14 @@ class Finished:
     """The harness killed it at its time limit (a hang; never a fault of the row)."""
 
 
-def render(template: Sequence[str], values: Mapping[str, str]) -> tuple[str, ...]:
-    rendered = []
+def render(template: Sequence[str], values: Mapping[str, str],
+           spreads: Mapping[str, Sequence[str]] | None = None) -> tuple[str, ...]:
+    lists = {**SPREAD_PLACEHOLDERS, **(spreads or {})}
+    rendered: list[str] = []
     for item in template:
+        if item.startswith("{") and item.endswith("}") and item[1:-1] in lists:
+            rendered.extend(lists[item[1:-1]])
+            continue
         text = item
         for key, value in values.items():
             text = text.replace("{" + key + "}", value)
