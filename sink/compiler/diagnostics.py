@@ -37,6 +37,7 @@ CONTRACT_CODES: frozenset[str] = frozenset(
         "contract.fence_mismatch",
         "contract.vocabulary_overlap",
         "contract.inconsistent_policy",
+        "contract.inconsistent_result",
         "contract.override_out_of_range",
         "contract.override_not_allowed",
         "contract.unknown_reference",
