@@ -20,8 +20,8 @@ from certification.sinks import bundled_sinks
 needs_netns = pytest.mark.skipif(not namespaces_work(), reason="needs root and a working `ip netns`")
 
 
-def _peers(log: list[dict[str, object]]) -> set[str]:
-    return {str(entry.get("client", "")).rsplit(":", 1)[0] for entry in log}
+def _peers(clients: list[str]) -> set[str]:
+    return {client.rsplit(":", 1)[0] for client in clients}
 
 
 def _namespaces() -> set[str]:
@@ -38,10 +38,11 @@ def test_the_resumed_worker_reaches_the_proxy_from_its_own_namespace_address(tmp
         assert namespace.name in _namespaces()
         result = RowRunner(family, row, bundled_sinks()["reference"], tmp_path / "row", 0,
                            role="certified").run(must_be_caught=False)
-        log = family.proxy.log()
+        # Sinks reach the proxy through the wire tap: the tap sees each connection's own client address.
+        clients = [connection.client for connection in family.tap.connections()]
     assert result.verdict == "PASS", (result.reasons, result.exit_codes)
     assert len(result.exit_codes) >= 2  # killed, then resumed by another host
-    peers = _peers(log)
+    peers = _peers(clients)
     assert "127.0.0.1" in peers  # the first host, in the harness's own network
     assert namespace.address in peers  # the resumed host, from its namespace's address
     # Removed again. Only this row's own namespace is checked: other processes on the host (an xdist
