@@ -4,6 +4,9 @@ Exit codes follow ``ExitClass``: 0 ok, 2 invalid input (with stable codes), 3 un
 ``--format json`` writes exactly one stable, redacted JSON object to stdout; human diagnostics go
 to stderr. Tracebacks are never shown: an unexpected internal failure prints its exception type
 only (exit 1), because a traceback's locals could include document content.
+
+The command modules import the sink itself inside their commands (see ``sink.cli.common``): the
+registration below costs Typer and the option types only, not the whole sink.
 """
 
 from __future__ import annotations
@@ -22,7 +25,6 @@ from sink.cli import (  # noqa: F401 - registers the commands
 )
 from sink.cli.common import INTERNAL_ERROR_EXIT, PLAN_VIEW_SCHEMA, app, emit_json
 from sink.cli.plan_commands import plan_view
-from sink.contracts.errors import ExitClass
 
 __all__ = ["PLAN_VIEW_SCHEMA", "app", "main", "plan_view"]
 
@@ -45,6 +47,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         code = app(args=args, prog_name="delivery", standalone_mode=False)
     except _UsageError as exc:
+        from sink.contracts.errors import ExitClass  # noqa: PLC0415 - start-up cost: only on a usage error
+
         exit_code = int(getattr(exc, "exit_code", ExitClass.INVALID_INPUT))
         if _wants_json(args):
             message = str(getattr(exc, "format_message", lambda: "invalid command line")())

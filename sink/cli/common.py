@@ -1,4 +1,9 @@
-"""Shared pieces of the ``delivery`` commands: the Typer app, options, JSON output, failures."""
+"""Shared pieces of the ``delivery`` commands: the Typer app, options, JSON output, failures.
+
+Every process the certification matrix starts pays this package's imports, and ``delivery --help``
+or a usage error needs none of the sink: the ``sink.*`` modules (pydantic models, the compiler, the
+runtime, httpx) are imported inside the functions that use them.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +12,14 @@ import sys
 from datetime import date
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
-from sink.compiler import CompileError, Diagnostic, compile_files, default_paths
-from sink.contracts.errors import ExitClass
-from sink.contracts.plan import CompiledPlan
+if TYPE_CHECKING:
+    from sink.compiler import Diagnostic
+    from sink.contracts.errors import ExitClass
+    from sink.contracts.plan import CompiledPlan
 
 app = typer.Typer(
     name="delivery",
@@ -51,6 +57,8 @@ def emit_json(document: dict[str, Any]) -> None:
 
 
 def fail(diagnostics: tuple[Diagnostic, ...] | list[Diagnostic], output: OutputFormat) -> NoReturn:
+    from sink.contracts.errors import ExitClass  # noqa: PLC0415 - start-up cost
+
     for diagnostic in diagnostics:
         sys.stderr.write(f"error[{diagnostic.code}] {diagnostic.location}: {diagnostic.message}\n")
     if output is OutputFormat.JSON:
@@ -66,6 +74,8 @@ def compile_workload(
     workload: Path, profiles_dir: Path | None, bindings_dir: Path | None, environment: Path | None,
     output: OutputFormat,
 ) -> CompiledPlan:
+    from sink.compiler import CompileError, compile_files, default_paths  # noqa: PLC0415 - start-up cost
+
     paths = default_paths(workload, profiles_dir=profiles_dir, bindings_dir=bindings_dir, environment=environment)
     try:
         return compile_files(paths)
@@ -74,6 +84,8 @@ def compile_workload(
 
 
 def parse_date(value: str, option: str, output: OutputFormat) -> date:
+    from sink.compiler import Diagnostic  # noqa: PLC0415 - start-up cost
+
     try:
         if len(value) != 10:
             raise ValueError
@@ -84,6 +96,8 @@ def parse_date(value: str, option: str, output: OutputFormat) -> date:
 
 def parse_scope(scope_from: str, scope_to: str, output: OutputFormat) -> tuple[date, date]:
     """The half-open scope ``[from, to)``; an empty or reversed one is ``cli.invalid_scope`` (exit 2)."""
+    from sink.compiler import Diagnostic  # noqa: PLC0415 - start-up cost
+
     start, end = parse_date(scope_from, "--scope-from", output), parse_date(scope_to, "--scope-to", output)
     if start >= end:
         fail([Diagnostic("cli.invalid_scope", "--scope-from/--scope-to",

@@ -12,15 +12,14 @@ from __future__ import annotations
 import sys
 import tempfile
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from sink.artifacts import ArtifactError, GcReport, collect
 from sink.cli.common import FormatOpt, OutputFormat, app, emit_json, fail_with
-from sink.contracts.errors import ExitClass
-from sink.journal.port import JournalConfigurationError, JournalError
-from sink.runtime.composition import Locations, open_inspection, open_offline, parse_journal
+
+if TYPE_CHECKING:  # the sink is imported by the command (start-up cost: see sink.cli.common)
+    from sink.artifacts import GcReport
 
 GC_VIEW_SCHEMA = "restproof.artifact_gc_view.v1"
 
@@ -37,6 +36,12 @@ def gc(
     output: FormatOpt = OutputFormat.TEXT,
 ) -> None:
     """List artifacts that no admitted parent references (never deletes anything)."""
+    # Imported here, not at the top: start-up cost (see sink.cli.common).
+    from sink.artifacts import ArtifactError, collect  # noqa: PLC0415
+    from sink.contracts.errors import ExitClass  # noqa: PLC0415
+    from sink.journal.port import JournalConfigurationError, JournalError  # noqa: PLC0415
+    from sink.runtime.composition import open_offline  # noqa: PLC0415
+
     if not dry_run:
         fail_with("cli.invalid_argument", "--dry-run", "only the dry run is supported: gc never deletes",
                   ExitClass.INVALID_INPUT, output)
@@ -74,6 +79,9 @@ def gc(
 
 
 def _with_journal(journal: str, artifacts_dir: Path, grace_seconds: float) -> GcReport:
+    from sink.artifacts import collect  # noqa: PLC0415 - start-up cost (see sink.cli.common)
+    from sink.runtime.composition import Locations, open_inspection, parse_journal  # noqa: PLC0415
+
     # gc reads no marker: a never-created marker location satisfies the read-only view.
     with tempfile.TemporaryDirectory(prefix="restproof-gc-") as scratch:
         locations = Locations(parse_journal(journal), artifacts_dir, Path(scratch) / "markers")

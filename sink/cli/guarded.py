@@ -5,6 +5,9 @@ json``), never a traceback, never exit 1 for a known failure.
 A journal that went away says what is known: before anything was sent, nothing was sent; after a
 mutation request was sent, that it may have reached the receiver and resolves when the journal
 returns (``SentButNotRecorded``), never "nothing was sent".
+
+The exception classes are imported when ``guarded`` runs, not with the module: by then the command
+has imported the sink anyway, and ``delivery --help`` need not (start-up cost: see sink.cli.common).
 """
 
 from __future__ import annotations
@@ -12,34 +15,30 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from typing import NoReturn, TypeVar
+from functools import cache
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import typer
 
-from sink.artifacts.port import ArtifactError
 from sink.cli.common import OutputFormat, fail
-from sink.compiler import CompileError
-from sink.contracts.errors import DeliveryError, ExitClass
-from sink.journal.port import (
-    JournalConfigurationError,
-    JournalError,
-    JournalRejection,
-    JournalUnavailable,
-    RejectionReason,
-)
-from sink.runtime.failpoints import FailpointConfigError
-from sink.runtime.reconcile import ReconcileRefused
-from sink.runtime.service import UnknownOperation
-from sink.runtime.submit_step import CommitUnconfirmed, SentButNotRecorded
-from sink.security.errors import SecurityRefusal
-from sink.source.errors import SourceError
+
+if TYPE_CHECKING:
+    from sink.contracts.errors import ExitClass
+    from sink.journal.port import RejectionReason
 
 T = TypeVar("T")
-REFUSED_OPERATOR_INPUT = frozenset({
-    RejectionReason.DECISION_NOT_PERMITTED, RejectionReason.MARKER_NOT_ORPHAN, RejectionReason.MARKER_MISMATCH,
-    RejectionReason.EPOCH_NOT_INCREASING, RejectionReason.INVALID_REQUEST, RejectionReason.OPERATOR_REQUIRED,
-})
-"""An operator's command the journal's state does not permit: exit 2 (the command was wrong), not 4."""
+
+
+@cache
+def refused_operator_input() -> frozenset[RejectionReason]:
+    """An operator's command the journal's state does not permit: exit 2 (the command was wrong), not 4."""
+    from sink.journal.port import RejectionReason  # noqa: PLC0415 - start-up cost (see the module's doc)
+
+    return frozenset({
+        RejectionReason.DECISION_NOT_PERMITTED, RejectionReason.MARKER_NOT_ORPHAN, RejectionReason.MARKER_MISMATCH,
+        RejectionReason.EPOCH_NOT_INCREASING, RejectionReason.INVALID_REQUEST, RejectionReason.OPERATOR_REQUIRED,
+    })
+
 JOURNAL_UNAVAILABLE = ("journal unavailable: every request this run sent is recorded; run again when the journal "
                        "is back")
 
@@ -54,6 +53,23 @@ def refuse(code: str, message: str, exit_class: ExitClass, output: OutputFormat)
 
 def guarded(output: OutputFormat, action: Callable[[], T]) -> T:
     """Run ``action``; map every catalogued failure to its exit class with one line."""
+    # Imported here, not at the top: start-up cost (see the module's doc).
+    from sink.artifacts.port import ArtifactError  # noqa: PLC0415
+    from sink.compiler import CompileError  # noqa: PLC0415
+    from sink.contracts.errors import DeliveryError, ExitClass  # noqa: PLC0415
+    from sink.journal.port import (  # noqa: PLC0415
+        JournalConfigurationError,
+        JournalError,
+        JournalRejection,
+        JournalUnavailable,
+    )
+    from sink.runtime.failpoints import FailpointConfigError  # noqa: PLC0415
+    from sink.runtime.reconcile import ReconcileRefused  # noqa: PLC0415
+    from sink.runtime.service import UnknownOperation  # noqa: PLC0415
+    from sink.runtime.submit_step import CommitUnconfirmed, SentButNotRecorded  # noqa: PLC0415
+    from sink.security.errors import SecurityRefusal  # noqa: PLC0415
+    from sink.source.errors import SourceError  # noqa: PLC0415
+
     try:
         return action()
     except CompileError as exc:
@@ -74,7 +90,7 @@ def guarded(output: OutputFormat, action: Callable[[], T]) -> T:
     except JournalUnavailable as exc:
         refuse(exc.code.value, JOURNAL_UNAVAILABLE, ExitClass.UNAVAILABLE, output)
     except JournalRejection as exc:
-        refused = exc.reason in REFUSED_OPERATOR_INPUT
+        refused = exc.reason in refused_operator_input()
         exit_class = ExitClass.INVALID_INPUT if refused else ExitClass.EFFECT_UNKNOWN_OR_MANUAL
         refuse(f"journal.{exc.reason.value}", exc.detail, exit_class, output)
     except (JournalError, ArtifactError, OSError) as exc:

@@ -9,7 +9,7 @@ writes nothing. The exit code is the delivery's, read back from the journal afte
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -26,9 +26,9 @@ from sink.cli.runtime_commands import (
     locations,
     settings,
 )
-from sink.journal.records import OperatorDecisionKind
-from sink.runtime.operator_decisions import attest_epoch, decide, retire_marker
-from sink.runtime.reconcile import Guards, reconcile
+
+if TYPE_CHECKING:  # the sink is imported by each command (start-up cost: see sink.cli.common)
+    from sink.journal.records import OperatorDecisionKind
 
 ApplyOpt = Annotated[bool, typer.Option("--apply", help="Record it (append-only); without it nothing is written.")]
 OperatorOpt = Annotated[str, typer.Option("--operator", help="Who decides (audited).")]
@@ -49,6 +49,8 @@ def reconcile_command(
     output: FormatOpt = OutputFormat.TEXT,
 ) -> None:
     """Refine unknown or partial effects from read-only receiver proof, as an operator (child or parent)."""
+    from sink.runtime.reconcile import Guards, reconcile  # noqa: PLC0415 - start-up cost
+
     guards = Guards(expected_profile_contract_digest, expected_mutation_intent_digest)
     report = guarded(output, lambda: reconcile(
         operation_id, locations=locations(state_dir, journal, artifacts), settings=settings(None, 30.0, True),
@@ -60,6 +62,8 @@ def reconcile_command(
 
 def _decide(kind: OperatorDecisionKind, operation_id: str, *, apply: bool, operator: str, reason: str,
             state_dir: Path, journal: str | None, artifacts: Path | None, output: OutputFormat) -> None:
+    from sink.runtime.operator_decisions import decide  # noqa: PLC0415 - start-up cost
+
     report = guarded(output, lambda: decide(operation_id, kind, locations=locations(state_dir, journal, artifacts),
                                             operator_id=operator, reason=reason, apply=apply))
     emit(decision_document(report, context(state_dir, journal, artifacts)), output)
@@ -79,6 +83,8 @@ def abandon(
     output: FormatOpt = OutputFormat.TEXT,
 ) -> None:
     """Give up a child under its generation: its capacity is freed and a newer generation no longer waits."""
+    from sink.journal.records import OperatorDecisionKind  # noqa: PLC0415 - start-up cost
+
     _decide(OperatorDecisionKind.ABANDON, operation_id, apply=apply, operator=operator, reason=reason,
             state_dir=state_dir, journal=journal, artifacts=artifacts, output=output)
 
@@ -96,6 +102,8 @@ def transfer_capacity(
     output: FormatOpt = OutputFormat.TEXT,
 ) -> None:
     """Move a child's remote-job slot to the incident reserve (its effect and fence are unchanged)."""
+    from sink.journal.records import OperatorDecisionKind  # noqa: PLC0415 - start-up cost
+
     _decide(OperatorDecisionKind.TRANSFER_CAPACITY, operation_id, apply=apply, operator=operator, reason=reason,
             state_dir=state_dir, journal=journal, artifacts=artifacts, output=output)
 
@@ -114,6 +122,8 @@ def retire_marker_command(
     output: FormatOpt = OutputFormat.TEXT,
 ) -> None:
     """Retire an orphan MAY_ATTEMPT marker that caused no remote effect (its ordinal is consumed)."""
+    from sink.runtime.operator_decisions import retire_marker  # noqa: PLC0415 - start-up cost
+
     report = guarded(output, lambda: retire_marker(operation_id, attempt, locations=locations(
         state_dir, journal, artifacts), operator_id=operator, evidence=evidence, apply=apply))
     emit(decision_document(report, context(state_dir, journal, artifacts)), output)
@@ -134,6 +144,8 @@ def attest_epoch_command(
     output: FormatOpt = OutputFormat.TEXT,
 ) -> None:
     """Open the mutation gate under a new journal epoch after a restore (operator only)."""
+    from sink.runtime.operator_decisions import attest_epoch  # noqa: PLC0415 - start-up cost
+
     report = guarded(output, lambda: attest_epoch(epoch, locations=locations(state_dir, journal, artifacts),
                                                   operator_id=operator, attestation=attestation, apply=apply))
     document = {"schema_id": "restproof.journal_gate.v1", "gate": report.state, "journal_epoch": report.journal_epoch,

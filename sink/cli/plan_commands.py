@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -23,10 +23,9 @@ from sink.cli.common import (
     fail,
     parse_date,
 )
-from sink.compiler import CompileError, Diagnostic, delivery_identity
-from sink.contracts.errors import ExitClass
-from sink.contracts.plan import CompiledPlan, DeliveryIdentity
-from sink.contracts.schemas import document_schema
+
+if TYPE_CHECKING:  # the sink is imported by each command (start-up cost: see sink.cli.common)
+    from sink.contracts.plan import CompiledPlan, DeliveryIdentity
 
 
 @app.command()
@@ -74,6 +73,8 @@ def plan(
     ] = 0,
 ) -> None:
     """Compile and print the plan's identities, limits and digests (no secrets, no payload)."""
+    from sink.compiler import CompileError, Diagnostic, delivery_identity  # noqa: PLC0415 - start-up cost
+
     compiled = compile_workload(workload, profiles_dir, bindings_dir, environment, output)
     identity: DeliveryIdentity | None = None
     if (scope_from is None) != (scope_to is None):
@@ -188,6 +189,8 @@ class DocumentKind(StrEnum):
 @app.command()
 def schema(kind: Annotated[DocumentKind, typer.Argument(help="Which document.", show_default=False)]) -> None:
     """Print the closed JSON Schema (Draft 2020-12) of a document kind, for editors and validators."""
+    from sink.contracts.schemas import document_schema  # noqa: PLC0415 - start-up cost
+
     emit_json(document_schema(kind.value))
 
 
@@ -203,6 +206,8 @@ def check_design_contract(
         # Lazy: the design checker is an optional component with its own dependencies.
         from sink.design.command import check_design_contract as run  # noqa: PLC0415
     except ImportError:
+        from sink.contracts.errors import ExitClass  # noqa: PLC0415 - start-up cost
+
         sys.stderr.write("error[cli.unavailable] the design contract checker is not installed\n")
         raise typer.Exit(int(ExitClass.UNAVAILABLE)) from None
     raise typer.Exit(run(path, output.value))

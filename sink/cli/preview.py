@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from sink.artifacts import ArtifactError
 from sink.cli.common import (
     BindingsOpt,
     EnvironmentOpt,
@@ -30,15 +29,10 @@ from sink.cli.common import (
     fail_with,
     parse_scope,
 )
-from sink.compiler import CompileError, Diagnostic
-from sink.contracts.errors import DeliveryError, ExitClass
-from sink.contracts.plan import CompiledPlan
-from sink.identity import semantic_headers
-from sink.payload.compression import CompressionUnavailable
-from sink.preparation import build_topology, seal_all
-from sink.preparation.sealing import SealedTopology
-from sink.runtime.composition import open_offline
-from sink.source import SourceError, source_port
+
+if TYPE_CHECKING:  # the sink is imported by the command (start-up cost: see sink.cli.common)
+    from sink.contracts.plan import CompiledPlan
+    from sink.preparation.sealing import SealedTopology
 
 PREVIEW_SCHEMA = "restproof.delivery_preview.v1"
 PROGRESS_MIN_BYTES = 8 * 1024 * 1024
@@ -66,6 +60,8 @@ class _Progress:
 
 def preview_view(plan: CompiledPlan, topology: SealedTopology, parent_plan_digest: str,
                  intents: list[dict[str, Any]]) -> dict[str, Any]:
+    from sink.identity import semantic_headers  # noqa: PLC0415 - start-up cost (see sink.cli.common)
+
     frozen = topology.frozen
     children = []
     for sealed, intent in zip(topology.children, intents, strict=True):
@@ -164,6 +160,15 @@ def preview(
     ] = None,
 ) -> None:
     """Freeze, plan and seal offline; print every child's scope, sizes, digests and request metadata."""
+    # Imported here, not at the top: start-up cost (see sink.cli.common).
+    from sink.artifacts import ArtifactError  # noqa: PLC0415
+    from sink.compiler import CompileError, Diagnostic  # noqa: PLC0415
+    from sink.contracts.errors import DeliveryError, ExitClass  # noqa: PLC0415
+    from sink.payload.compression import CompressionUnavailable  # noqa: PLC0415
+    from sink.preparation import build_topology, seal_all  # noqa: PLC0415
+    from sink.runtime.composition import open_offline  # noqa: PLC0415
+    from sink.source import SourceError, source_port  # noqa: PLC0415
+
     plan = compile_workload(workload, profiles_dir, bindings_dir, environment, output)
     start, end = parse_scope(scope_from, scope_to, output)
     if plan.workload.source is None:

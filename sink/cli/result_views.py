@@ -11,14 +11,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sink.contracts.results import ChildResult, DeliveryBlocked, DeliveryPending, OperatorAction
-from sink.journal.records import Attempt
-from sink.runtime.operator_decisions import DecisionReport
-from sink.runtime.outcome import RouteResult
-from sink.runtime.reconcile import ReconcileReport
-from sink.runtime.service import DeliverySkipped, InspectionResult
+if TYPE_CHECKING:  # the views are called with results the command's sink imports made (see sink.cli.common)
+    from sink.contracts.results import ChildResult
+    from sink.journal.records import Attempt
+    from sink.runtime.operator_decisions import DecisionReport
+    from sink.runtime.outcome import RouteResult
+    from sink.runtime.reconcile import ReconcileReport
+    from sink.runtime.service import DeliverySkipped, InspectionResult
 
 RESULT_SCHEMA = "restproof.delivery_result.v1"
 INSPECT_SCHEMA = "restproof.delivery_inspection.v1"
@@ -51,6 +52,8 @@ def _time(value: datetime | None) -> str | None:
 
 def next_commands(child: ChildResult, parent_id: str, context: CommandContext, scope: tuple[str, str],
                   correction_revision: int) -> list[str]:
+    from sink.contracts.results import OperatorAction  # noqa: PLC0415 - start-up cost
+
     where = " ".join(context.where)
     commands = []
     for action in child.allowed_operator_actions:
@@ -98,6 +101,8 @@ def _child(child: ChildResult, parent_id: str, context: CommandContext, scope: t
 
 def result_document(result: RouteResult, context: CommandContext, *, correction_revision: int = 0,
                     resumed: bool | None = None) -> dict[str, Any]:
+    from sink.contracts.results import DeliveryBlocked, DeliveryPending  # noqa: PLC0415 - start-up cost
+
     scope = (min(c.scope_start for c in result.children), max(c.scope_end for c in result.children))
     document: dict[str, Any] = {
         "schema_id": RESULT_SCHEMA,

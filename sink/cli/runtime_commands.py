@@ -16,7 +16,7 @@ import sys
 from datetime import timedelta
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -40,10 +40,9 @@ from sink.cli.result_views import (
     result_document,
     skipped_document,
 )
-from sink.contracts.errors import ExitClass
-from sink.runtime.bundle import export_bundle
-from sink.runtime.composition import Locations, RunSettings
-from sink.runtime.service import DeliverySkipped, inspect_operation, pinned_plan, resume_delivery, run_delivery
+
+if TYPE_CHECKING:  # the sink is imported by each command (start-up cost: see sink.cli.common)
+    from sink.runtime.composition import Locations, RunSettings
 
 StateDirOpt = Annotated[
     Path, typer.Option("--state-dir", help="Directory of the embedded journal, artifacts and markers.")
@@ -78,6 +77,8 @@ def emit(document: dict[str, Any], output: OutputFormat) -> None:
 
 
 def locations(state_dir: Path, journal: str | None, artifacts: Path | None) -> Locations:
+    from sink.runtime.composition import Locations  # noqa: PLC0415 - start-up cost
+
     return Locations.under(state_dir, journal, artifacts)
 
 
@@ -92,6 +93,8 @@ def context(state_dir: Path, journal: str | None, artifacts: Path | None,
 
 
 def settings(worker: str | None, lease_seconds: float, wait: bool) -> RunSettings:
+    from sink.runtime.composition import RunSettings  # noqa: PLC0415 - start-up cost
+
     return RunSettings(worker_id=worker or f"{socket.gethostname()}-{os.getpid()}"[:120], wait_for_async=wait,
                        lease_ttl=timedelta(seconds=lease_seconds))
 
@@ -117,6 +120,8 @@ def run(
     output: FormatOpt = OutputFormat.TEXT,
 ) -> None:
     """Deliver one scheduled interval end to end: freeze, plan, seal, admit, submit, observe, verify."""
+    from sink.runtime.service import DeliverySkipped, run_delivery  # noqa: PLC0415 - start-up cost
+
     plan = _compile(workload, profiles_dir, bindings_dir, environment, output)
     start, end = parse_scope(scope_from, scope_to, output)
     where = locations(state_dir, journal, artifacts)
@@ -146,6 +151,8 @@ def resume(
     output: FormatOpt = OutputFormat.TEXT,
 ) -> None:
     """Continue an admitted parent from the journal and its pinned artifacts only (never a manifest)."""
+    from sink.runtime.service import inspect_operation, pinned_plan, resume_delivery  # noqa: PLC0415
+
     where, shown = locations(state_dir, journal, artifacts), context(state_dir, journal, artifacts)
     if not apply:
         view = guarded(output, lambda: inspect_operation(operation_id, locations=where))
@@ -170,6 +177,8 @@ def inspect(
     output: FormatOpt = OutputFormat.TEXT,
 ) -> None:
     """Every axis, child and frontier position, attempts, receipt and allowed next actions (read-only)."""
+    from sink.runtime.service import inspect_operation  # noqa: PLC0415 - start-up cost
+
     where = locations(state_dir, journal, artifacts)
     view = guarded(output, lambda: inspect_operation(operation_id, locations=where))
     emit(inspection_document(view, context(state_dir, journal, artifacts)), output)
@@ -189,6 +198,9 @@ def bundle(
     output: FormatOpt = OutputFormat.TEXT,
 ) -> None:
     """Seal an interval offline and export each child's exact request (for baseline comparisons)."""
+    from sink.contracts.errors import ExitClass  # noqa: PLC0415 - start-up cost
+    from sink.runtime.bundle import export_bundle  # noqa: PLC0415
+
     plan = _compile(workload, profiles_dir, bindings_dir, environment, output)
     start, end = parse_scope(scope_from, scope_to, output)
     document = guarded(output, lambda: export_bundle(plan, start, end, workload_dir=workload.resolve().parent,
