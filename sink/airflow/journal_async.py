@@ -16,13 +16,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Protocol
 
-from sink.contracts.state import AcknowledgementState, ExecutionState
-from sink.design.query import DesignContract, Transition
+from sink.contracts.state import AcknowledgementState
+from sink.design.query import DesignContract
 from sink.journal.durability import Durability
-from sink.journal.port import RejectionReason, TransitionRejected
 from sink.journal.records import (
     Attempt,
-    AxesState,
     Lease,
     LeaseRequest,
     Observation,
@@ -30,9 +28,6 @@ from sink.journal.records import (
     Receipt,
     TransitionRequest,
 )
-from sink.journal.transition_policy import raises_effect_index, releases_capacity
-
-OBSERVATION_LEASE = "observation_lease_held"
 
 
 class AsyncObservationJournal(Protocol):
@@ -57,17 +52,6 @@ class AsyncObservationJournal(Protocol):
     async def transition(self, request: TransitionRequest) -> OperationRow: ...
 
     async def aclose(self) -> None: ...
-
-
-def require_observer_transition(source: AxesState, transition: Transition) -> None:
-    """An observer applies only what the contract gives the observation-lease holder of a WAITING
-    child (the ``poll_observed_*`` family and the observation deadline): never a verification, a
-    capacity release or an effect-index raise, which stay the worker's."""
-    if (source.execution_state is not ExecutionState.WAITING
-            or OBSERVATION_LEASE not in transition.cas_preconditions
-            or releases_capacity(transition.target) or raises_effect_index(source, transition.target)):
-        raise TransitionRejected(RejectionReason.ILLEGAL_TRANSITION,
-                                 f"transition {transition.id!r} is not an observer's to apply")
 
 
 async def open_async_journal(journal: str, *, pg_schema: str, markers_dir: str, contract: DesignContract,

@@ -20,7 +20,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from sink.airflow.journal_async import require_observer_transition
+from sink.airflow.observer_rule import require_observer_transition
 from sink.contracts.state import AcknowledgementState
 from sink.design.query import DesignContract
 from sink.journal.durability import REQUIRED_SYNCHRONOUS_COMMIT, Durability, check_postgres_settings

@@ -11,7 +11,7 @@ import asyncio
 from datetime import datetime
 from pathlib import Path
 
-from sink.airflow.journal_async import require_observer_transition
+from sink.airflow.observer_rule import require_observer_transition
 from sink.contracts.state import AcknowledgementState
 from sink.design.query import DesignContract
 from sink.journal.durability import Durability
