@@ -13,6 +13,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from certification.bytecode import precompile
 from certification.identity_matrix import IdentityRun
 from certification.lanes import LanePlan, run_lanes
 from certification.matrix import JournalArguments, family_services
@@ -40,6 +41,7 @@ class RunRequest:
 def execute(request: RunRequest, console: Console) -> tuple[list[RowOutcome], dict[str, Any] | None]:
     """Outcomes in catalog order and the identity matrix body (None when no examples were asked).
     Raises ServiceUnavailable / IdentityMatrixFailed; every process it started is stopped."""
+    precompile()  # every row starts fresh processes: compile their sources once, not in each
     work_root = Path(tempfile.mkdtemp(prefix="restproof-certify-"))
     identity_run = IdentityRun(work_root / "identity", examples=request.identity_examples, seed=request.seed) \
         if request.identity_examples else None
