@@ -10,13 +10,20 @@ from pathlib import Path
 
 import pytest
 
-from sink import planning
+from sink import planning, preparation
 from sink.artifacts import LocalArtifactStore, collect, read_document
 from sink.contracts.errors import DeliveryError, ErrorCode
 from sink.journal.markers import FileMarkerStore
 from sink.journal.sqlite.adapter import SqliteJournal, open_sqlite_journal
-from sink.preparation import TOPOLOGY_SCHEMA_ID, admit, build_topology, parent_id_for, prepare, seal_all
-from sink.preparation import sealing as sealing_module
+from sink.preparation import (
+    TOPOLOGY_SCHEMA_ID,
+    EmptyBoundary,
+    admit,
+    build_topology,
+    parent_id_for,
+    prepare,
+    seal_all,
+)
 from sink.preparation.failpoints import ENV_VAR, FAILPOINTS
 from sink.source.errors import SourceError
 from tests.payload.pl_helpers import GOLDEN_RECORDS, REPO, WORKLOADS, ListSource, bundled_plan
@@ -56,24 +63,41 @@ def test_prepare_admits_every_sealed_child_in_one_parent(tmp_path: Path) -> None
     assert {d.payload_ref for d in rows} <= set(report.live)
 
 
-def test_an_admitted_parent_resumes_without_freeze_planner_or_sealer(tmp_path: Path,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_admitted_parent_resumes_without_planner_or_sealer(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     store = LocalArtifactStore(tmp_path / "artifacts")
     journal = _journal(tmp_path)
     plan = bundled_plan("measurements-sync")
     first = prepare(plan, FROM, TO, source=ListSource(GOLDEN_RECORDS), store=store, journal=journal)
 
     def forbidden(*args: object, **kwargs: object) -> None:
-        raise AssertionError("a resumed parent must not be planned or sealed again")
+        raise AssertionError("a resumed parent must not be planned, sealed or admitted again")
 
     monkeypatch.setattr(planning, "PLANNER_ALGORITHM_VERSION", "restproof.planner.v999")
     monkeypatch.setattr(planning, "plan_children", forbidden)
-    monkeypatch.setattr(sealing_module, "freeze", forbidden)
-    changed = ListSource([dict(GOLDEN_RECORDS[0], reading="99.000")])
-    again = prepare(plan, FROM, TO, source=changed, store=store, journal=journal)
-    assert again.resumed and again.topology is None and changed.opened == 0
+    monkeypatch.setattr(preparation, "seal_all", forbidden)
+    monkeypatch.setattr(preparation, "build_topology", forbidden)
+    monkeypatch.setattr(preparation, "admit", forbidden)
+    # The same rows again: the boundary is frozen only to compare it with the admitted one.
+    same = ListSource(GOLDEN_RECORDS)
+    again = prepare(plan, FROM, TO, source=same, store=store, journal=journal)
+    assert again.resumed and again.topology is None
     assert again.admitted.parent.parent_plan_digest == first.admitted.parent.parent_plan_digest
     assert [c.descriptor for c in again.admitted.children] == [c.descriptor for c in first.admitted.children]
+
+
+def test_a_rerun_whose_source_changed_is_an_intent_conflict_before_anything_is_sent(tmp_path: Path) -> None:
+    store = LocalArtifactStore(tmp_path / "artifacts")
+    journal = _journal(tmp_path)
+    plan = bundled_plan("measurements-sync")
+    first = prepare(plan, FROM, TO, source=ListSource(GOLDEN_RECORDS), store=store, journal=journal)
+    changed = ListSource([dict(GOLDEN_RECORDS[0], reading="99.000"), *GOLDEN_RECORDS[1:]])
+    with pytest.raises(DeliveryError) as caught:
+        prepare(plan, FROM, TO, source=changed, store=store, journal=journal)
+    assert caught.value.code is ErrorCode.INTENT_CONFLICT
+    assert "--correction-revision" in str(caught.value)
+    children = journal.load_parent(first.admitted.parent.parent_id).children
+    assert [c.revision for c in children] == [c.revision for c in first.admitted.children]  # nothing moved
 
 
 def test_a_different_intent_for_an_admitted_parent_is_refused(tmp_path: Path) -> None:
@@ -104,9 +128,9 @@ def test_hostile_source_admits_nothing(tmp_path: Path) -> None:
 def test_an_empty_boundary_is_skipped_not_admitted(tmp_path: Path) -> None:
     journal = _journal(tmp_path)
     plan = bundled_plan("measurements-sync")
-    with pytest.raises(SourceError) as caught:
+    with pytest.raises(EmptyBoundary) as caught:
         prepare(plan, FROM, TO, source=ListSource([]), store=LocalArtifactStore(tmp_path / "a"), journal=journal)
-    assert caught.value.code == "source.empty_boundary"
+    assert caught.value.parent_id == parent_id_for(plan, FROM, TO)
     assert journal.get_parent(parent_id_for(plan, FROM, TO)) is None
 
 
