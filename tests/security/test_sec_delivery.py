@@ -16,6 +16,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -201,7 +202,8 @@ def _binding_digest(stack: Stack, bindings: Path) -> str:
     return str(json.loads(shown.stdout)["identities"]["receiver_binding_semantics_digest"])
 
 
-def test_revoked_binding_blocks_new_submits_but_inspect_and_reconcile_work(tmp_path: Path, stack: Stack) -> None:
+def test_revoked_binding_blocks_new_submits_and_the_takeover_waits_for_a_valid_binding(tmp_path: Path,
+                                                                                      stack: Stack) -> None:
     stack.reset()
     bindings, state = _bindings(tmp_path, stack), tmp_path / "state"
     revocations = tmp_path / "revocations.yaml"
@@ -223,15 +225,18 @@ def test_revoked_binding_blocks_new_submits_but_inspect_and_reconcile_work(tmp_p
                           "--format", "json", revocations=revocations)
     assert inspected.returncode == 0, inspected.stderr
     view = json.loads(inspected.stdout)
-    unknown = [c for c in view["children"] if c["axes"]["remote_effect"] == "UNKNOWN"]
-    assert len(unknown) == sent, "each child host-a sent is unknown until reconciled"
-    for child in unknown:
-        reconciled = _delivery(stack, "reconcile", "--operation-id", child["operation_id"], "--apply",
-                               "--state-dir", str(state), "--format", "json", revocations=revocations)
-        assert reconciled.returncode == 0, reconciled.stderr
-        assert json.loads(reconciled.stdout)["after"]["remote_effect"] == "FULLY_APPLIED"
-    assert len(stack.mutations()) == sent, "reconciliation reads, it never submits"
-    _assert_no_secret(stack, first.stderr, blocked.stdout, blocked.stderr, reconciled.stdout, state=state)
+    # host-a died after sending: each child it sent waits for its same-key replay under the certified
+    # fence (the takeover), which the revocation holds back; nothing is called unknown, nothing is resent.
+    taken = [c for c in view["children"] if c["axes"]["execution_state"] == "SUBMITTING"]
+    assert len(taken) == sent, "each child host-a sent waits for its fenced replay"
+    assert all(c["axes"]["remote_effect"] == "UNDETERMINED" and c["reason"] == "takeover_due" for c in taken)
+    # The binding valid again: the replays are deduplicated by the fence, every effect exactly once.
+    revocations.write_text('{"schema_id": "restproof.revocations.v1", "revoked": []}\n')
+    resumed = _run(stack, bindings, state, "--worker-id", "host-b", revocations=revocations, scope=SCOPE_THREE)
+    assert resumed.returncode == 0, resumed.stderr
+    counts = Counter(effect["mutation_key"] for effect in stack.effects())
+    assert counts and set(counts.values()) == {1}, counts
+    _assert_no_secret(stack, first.stderr, blocked.stdout, blocked.stderr, resumed.stdout, state=state)
 
 
 def _parent_id(state: Path) -> str:
@@ -247,7 +252,7 @@ def test_a_principal_swap_cannot_resume_an_existing_operation(tmp_path: Path, st
     first = _run(stack, _bindings(tmp_path, stack), state, "--worker-id", "host-a", "--lease-seconds", "1",
                  failpoint="http.submit.after_response_headers", scope=SCOPE_THREE)
     assert first.returncode == -9, first.stderr
-    sent = len(stack.mutations())
+    sent, sent_keys = len(stack.mutations()), set(stack.mutations())
     assert 1 <= sent <= 2
     original = _parent_id(state)
     time.sleep(1.2)
@@ -260,11 +265,14 @@ def test_a_principal_swap_cannot_resume_an_existing_operation(tmp_path: Path, st
     # A rotated secret (another reference, same principal) is the same binding identity: it resumes.
     rotated = _run(stack, _bindings(tmp_path, stack, credential_ref="env://SEC_ROTATED"), state,
                    "--worker-id", "host-c", extra_env={"SEC_ROTATED": CLIENT_SECRET}, scope=SCOPE_THREE)
-    # host-a's children stay unknown (killed; each keeps its active-request slot until reconciled),
-    # and what could still go went once: the same parent, never a key twice.
-    assert rotated.returncode == 4, rotated.stderr
+    # host-a's children are taken over: replayed with their own keys under the certified fence, so a
+    # key goes twice only for a child host-a sent, and every effect lands exactly once, on the same parent.
+    assert rotated.returncode == 0, rotated.stderr
     assert json.loads(rotated.stdout)["parent_id"] == original
-    assert len(stack.mutations()) >= sent and len(set(stack.mutations())) == len(stack.mutations())
+    repeated = {key for key, seen in Counter(stack.mutations()).items() if seen > 1}
+    assert repeated <= sent_keys, "only host-a's requests are replayed"
+    counts = Counter(effect["mutation_key"] for effect in stack.effects())
+    assert counts and set(counts.values()) == {1}, counts
     _assert_no_secret(stack, swapped.stdout, swapped.stderr, rotated.stdout, state=state)
 
 
