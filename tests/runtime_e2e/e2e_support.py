@@ -8,6 +8,8 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,7 +17,7 @@ from typing import Any
 import httpx
 import yaml
 from psycopg.conninfo import conninfo_to_dict
-from sv_support import ADMIN, REPO, Services
+from sv_support import ADMIN, REPO, Services, start_services, stop
 
 DELIVERY = str(Path(sys.executable).with_name("delivery"))
 TOKEN = "e2e-sentinel-token-8d2f61"
@@ -108,3 +110,30 @@ def url_dsn(keyword_dsn: str, dbname: str) -> str:
     """The ``postgresql://`` form ``delivery --journal`` takes, for another database of the server."""
     parts = conninfo_to_dict(keyword_dsn)
     return f"postgresql://{parts['user']}@{parts['host']}:{parts['port']}/{dbname}?connect_timeout=10"
+
+
+@contextmanager
+def running_services(personality: str, work: Path) -> Iterator[Services]:
+    """A receiver of ``personality`` behind the fault proxy, stopped however the tests end."""
+    running = start_services(personality, work)
+    try:
+        yield running
+    finally:
+        stop(running.proxy)
+        stop(running.receiver)
+
+
+@contextmanager
+def operator_on(tmp_path: Path, services: Services,
+                behaviour: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> Iterator[Operator]:
+    """An operator on freshly reset services; the receiver's behaviour (changed by ``behaviour`` or
+    by the test) is put back afterwards, so the next test starts from the personality's own."""
+    services.reset()
+    op = Operator(tmp_path, services)
+    original = op.behaviour()
+    if behaviour is not None:
+        op.switch_behaviour(behaviour(original))
+    try:
+        yield op
+    finally:
+        op.switch_behaviour(original)

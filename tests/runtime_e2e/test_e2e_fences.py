@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from e2e_support import Operator
-from sv_support import Services, start_services, stop
+from e2e_support import Operator, running_services
+from sv_support import Services
 
 pytestmark = pytest.mark.timeout(300)
 SYNC = "measurements-sync"
@@ -23,12 +23,8 @@ SYNC = "measurements-sync"
 
 @pytest.fixture(scope="module")
 def services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Services]:
-    running = start_services("json-batches", tmp_path_factory.mktemp("e2e-fences"))
-    try:
+    with running_services("json-batches", tmp_path_factory.mktemp("e2e-fences")) as running:
         yield running
-    finally:
-        stop(running.proxy)
-        stop(running.receiver)
 
 
 @pytest.fixture

@@ -12,10 +12,11 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from e2e_support import Operator, Result
-from sv_support import Services, start_services, stop
+from e2e_support import Operator, Result, operator_on, running_services
+from sv_support import Services
 
 pytestmark = pytest.mark.timeout(300)
 ASYNC = "measurements-async"
@@ -24,26 +25,19 @@ SCOPE = ("2026-03-01", "2026-03-05")
 
 @pytest.fixture(scope="module")
 def services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Services]:
-    running = start_services("dataset-jobs", tmp_path_factory.mktemp("e2e-liveness"))
-    try:
+    with running_services("dataset-jobs", tmp_path_factory.mktemp("e2e-liveness")) as running:
         yield running
-    finally:
-        stop(running.proxy)
-        stop(running.receiver)
 
 
 @pytest.fixture
 def operator(tmp_path: Path, services: Services) -> Iterator[Operator]:
-    services.reset()
-    op = Operator(tmp_path, services)
-    original = op.behaviour()
-    behaviour = {**original, "async_jobs": {**original["async_jobs"], "complete_after_polls": 10_000,
-                                             "complete_after_seconds": 1800}}
-    op.switch_behaviour(behaviour)  # finishes by the receiver's clock only: a "30-minute job"
-    try:
+    # Finishes by the receiver's clock only: a "30-minute job".
+    def thirty_minute_job(original: dict[str, Any]) -> dict[str, Any]:
+        return {**original, "async_jobs": {**original["async_jobs"], "complete_after_polls": 10_000,
+                                           "complete_after_seconds": 1800}}
+
+    with operator_on(tmp_path, services, thirty_minute_job) as op:
         yield op
-    finally:
-        op.switch_behaviour(original)
 
 
 def _faster_polls(operator: Operator, interval_ms: int) -> None:

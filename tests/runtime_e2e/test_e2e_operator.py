@@ -21,8 +21,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from e2e_support import Operator, Result
-from sv_support import Services, start_services, stop
+from e2e_support import Operator, Result, operator_on, running_services
+from sv_support import Services
 
 pytestmark = pytest.mark.timeout(300)
 SYNC = "measurements-sync"
@@ -31,23 +31,14 @@ SCOPE = ("2026-03-01", "2026-03-05")
 
 @pytest.fixture(scope="module")
 def services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Services]:
-    running = start_services("json-batches", tmp_path_factory.mktemp("e2e-operator"))
-    try:
+    with running_services("json-batches", tmp_path_factory.mktemp("e2e-operator")) as running:
         yield running
-    finally:
-        stop(running.proxy)
-        stop(running.receiver)
 
 
 @pytest.fixture
 def operator(tmp_path: Path, services: Services) -> Iterator[Operator]:
-    services.reset()
-    op = Operator(tmp_path, services)
-    original = op.behaviour()
-    try:
+    with operator_on(tmp_path, services) as op:
         yield op
-    finally:
-        op.switch_behaviour(original)
 
 
 def _applied_once(operator: Operator, result: Result) -> None:

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_support import Operator
-from sv_support import Services, start_services, stop
+from e2e_support import Operator, operator_on, running_services
+from sv_support import Services
 
 pytestmark = pytest.mark.timeout(300)
 SYNC = "measurements-sync"
@@ -19,23 +19,14 @@ SYNC = "measurements-sync"
 
 @pytest.fixture(scope="module")
 def services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Services]:
-    running = start_services("json-batches", tmp_path_factory.mktemp("e2e-results"))
-    try:
+    with running_services("json-batches", tmp_path_factory.mktemp("e2e-results")) as running:
         yield running
-    finally:
-        stop(running.proxy)
-        stop(running.receiver)
 
 
 @pytest.fixture
 def operator(tmp_path: Path, services: Services) -> Iterator[Operator]:
-    services.reset()
-    op = Operator(tmp_path, services)
-    original = op.behaviour()
-    try:
+    with operator_on(tmp_path, services) as op:
         yield op
-    finally:
-        op.switch_behaviour(original)
 
 
 def test_a_partial_application_blocks_the_checkpoint(operator: Operator) -> None:
