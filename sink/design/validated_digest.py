@@ -1,0 +1,43 @@
+"""The SHA-256 of the bundled design contract's bytes, as validated in full by the test suite.
+
+``tests/design/test_design_validated_digest.py`` fails when ``contract.yaml`` changes and this digest
+does not (or when the contract no longer validates), so a process may trust bytes with this digest
+without validating them again (``sink.design.query._bundled``). Regenerate after editing the
+contract: ``python -m sink.design.validated_digest``.
+"""
+
+from __future__ import annotations
+
+VALIDATED_CONTRACT_SHA256 = "463f3171ab22302b8c3c440ab9889abdab5b7ace2d34adf45dc737c7f05bcb6e"
+
+
+def current_digest() -> str:
+    import hashlib  # noqa: PLC0415
+
+    from sink.design.query import BUNDLED_CONTRACT  # noqa: PLC0415
+
+    return hashlib.sha256(BUNDLED_CONTRACT.read_bytes()).hexdigest()
+
+
+def main() -> int:
+    """Validate the bundled contract in full, then pin its digest here (a maintainer's step)."""
+    import pathlib  # noqa: PLC0415
+    import re  # noqa: PLC0415
+
+    from sink.bounded_yaml import load_bounded_yaml_file  # noqa: PLC0415
+    from sink.design.query import BUNDLED_CONTRACT  # noqa: PLC0415
+    from sink.design.validator import validate_document  # noqa: PLC0415
+
+    findings = validate_document(load_bounded_yaml_file(BUNDLED_CONTRACT))
+    if findings:
+        print(f"the bundled contract does not validate ({len(findings)} findings): nothing pinned")
+        return 2
+    here = pathlib.Path(__file__)
+    text = here.read_text(encoding="utf-8")
+    here.write_text(re.sub(r'VALIDATED_CONTRACT_SHA256 = "[0-9a-f]{64}"',
+                           f'VALIDATED_CONTRACT_SHA256 = "{current_digest()}"', text), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - a maintainer's step
+    raise SystemExit(main())
