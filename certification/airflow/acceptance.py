@@ -87,9 +87,9 @@ def _figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "meets_seed_target": process <= SEED_TARGET_S, "meets_ours_target": operator <= OURS_TARGET_S}
 
 
-def run_acceptance(venv: AirflowVenv, work: Path, *, quick: bool = False) -> dict[str, Any]:
+def run_acceptance(venv: AirflowVenv, work: Path, *, quick: bool = False, preload: bool = True) -> dict[str, Any]:
     started = time.monotonic()
-    with harness(venv, work) as h:
+    with harness(venv, work, preload=preload) as h:
         d = h.deployment
         rows = [_guarded("thirty_minute_job", lambda: scenarios.thirty_minute_job(h, d.scope(0))),
                 _guarded("triggerer_sigkill_mid_poll", lambda: scenarios.triggerer_killed_mid_poll(h, d.scope(1))),
@@ -117,6 +117,7 @@ def run_acceptance(venv: AirflowVenv, work: Path, *, quick: bool = False) -> dic
         "created_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "environment": {"airflow_version": venv.airflow_version, "python": platform.python_version(),
                         "executor": "LocalExecutor", "metadata_database": "postgresql", "journal": "postgresql",
+                        "runtime_preloaded": preload,
                         "machine": {"cpus": __import__("os").cpu_count(), "load_average_1m":
                                     round(__import__("os").getloadavg()[0], 2)}},
         "quick": quick,

@@ -128,7 +128,7 @@ class Harness:
 
 
 @contextmanager
-def harness(venv: AirflowVenv, work: Path, *, triggerers: int = 1) -> Iterator[Harness]:
+def harness(venv: AirflowVenv, work: Path, *, triggerers: int = 1, preload: bool = True) -> Iterator[Harness]:
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
@@ -159,7 +159,7 @@ def harness(venv: AirflowVenv, work: Path, *, triggerers: int = 1) -> Iterator[H
                                              "RESTPROOF_BASELINE_URL": proxy.url,
                                              "AIRFLOW_CONN_RECEIVER_PROXY": proxy.url,
                                              "AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT": "60",
-                                         })
+                                         }, preload=preload)
         stack.enter_context(airflow)
         airflow.start_all(triggerers=triggerers)
         http_baseline = (venv.path / "lib").exists() and any(

@@ -68,6 +68,13 @@ class Process:
             os.killpg(self.popen.pid, signal.SIGKILL)
 
 
+LOCAL_SETTINGS = """from sink.airflow.preload import preload_runtime
+
+preload_runtime()
+"""
+"""``$AIRFLOW_HOME/config/airflow_local_settings.py``: Airflow imports it in every process."""
+
+
 @dataclass
 class AirflowStack:
     venv: Path
@@ -81,8 +88,12 @@ class AirflowStack:
 
     @classmethod
     def configure(cls, venv: Path, home: Path, *, pg_host: str, pg_port: int, database: str,
-                  dags_folder: Path, version: tuple[int, int], extra_env: Mapping[str, str]) -> AirflowStack:
+                  dags_folder: Path, version: tuple[int, int], extra_env: Mapping[str, str],
+                  preload: bool = True) -> AirflowStack:
         home.mkdir(parents=True, exist_ok=True)
+        if preload:  # the deployment docs/airflow.md recommends: the runtime loaded before tasks fork
+            (home / "config").mkdir(exist_ok=True)
+            (home / "config" / "airflow_local_settings.py").write_text(LOCAL_SETTINGS, encoding="utf-8")
         api_port = free_port()
         conn = f"postgresql+psycopg2://postgres@{pg_host}:{pg_port}/{database}"
         env = {key: value for key, value in os.environ.items() if not key.startswith("AIRFLOW")}
