@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt
 from pydantic_core import PydanticCustomError
 
 # hide_input_in_errors: a ValidationError rendered anywhere must not echo a pasted credential.
-CONTRACT_CONFIG = ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)
+CONTRACT_CONFIG = ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True, defer_build=True)
 
 # Marks a field as a display string: it is carried in plans and docs but is never a hash input.
 DISPLAY = {"display": True}
