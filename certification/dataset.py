@@ -36,9 +36,9 @@ from sink.contracts.source import CsvFileSource, NdjsonFileSource, SqliteQuerySo
 from sink.contracts.workload import WorkloadManifest
 
 MAX_SOURCE_BYTES = 256 * 1024 * 1024
-_INTEGER = re.compile(r"^-?(0|[1-9][0-9]*)$")
-_DECIMAL = re.compile(r"^-?[0-9]+(\.[0-9]+)?$")
-_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
+_INTEGER = re.compile(r"^-?(0|[1-9][0-9]*)\Z")
+_DECIMAL = re.compile(r"^-?[0-9]+(\.[0-9]+)?\Z")
+_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
 Value = tuple[str, str] | None
 """A typed value: (type tag, canonical text), or None for null. Tags keep ``"1"`` and ``1`` apart."""
 RowKey = tuple[tuple[str, Value], ...]

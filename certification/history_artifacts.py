@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from certification.verdicts import RowOutcome
 
 HISTORIES = "histories"
-SAFE_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,120}$")
+SAFE_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,120}\Z")
 
 
 def history_path(artifacts_dir: Path, row_id: str, sink: str) -> Path | None:

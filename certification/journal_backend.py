@@ -34,7 +34,7 @@ ChoiceKind = Literal["sqlite", "postgres", "dsn"]
 JOURNAL_ARGS = "journal_args"
 """The sink-file placeholder: a whole argument that expands to ``--journal DSN`` or to nothing."""
 CONNECT_TIMEOUT_S = 10
-_DATABASE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+_DATABASE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}\Z")
 
 
 class JournalChoiceError(ValueError):

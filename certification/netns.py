@@ -148,7 +148,7 @@ def _allocation_lock() -> Iterator[None]:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
-_OURS = re.compile(r"^rp(\d+)n(\d+)$")
+_OURS = re.compile(r"^rp(\d+)n(\d+)\Z")
 
 
 def remove_stale() -> list[str]:

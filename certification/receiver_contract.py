@@ -17,10 +17,10 @@ from typing import Any
 
 from certification.documents import DocumentError, load_yaml
 
-SYNC_PATH = re.compile(r"^/mock/v1/resources/([A-Za-z0-9_.-]+)/batches$")
+SYNC_PATH = re.compile(r"^/mock/v1/resources/([A-Za-z0-9_.-]+)/batches\Z")
 JOBS_PATH = "/mock/v1/dataset-jobs"
-JOB_POLL_PATH = re.compile(r"^/mock/v1/dataset-jobs/[^/]+$")
-SUMMARY_PATH = re.compile(r"^/mock/v1/resources/[A-Za-z0-9_.-]+/summary$")
+JOB_POLL_PATH = re.compile(r"^/mock/v1/dataset-jobs/[^/]+\Z")
+SUMMARY_PATH = re.compile(r"^/mock/v1/resources/[A-Za-z0-9_.-]+/summary\Z")
 DEDUPLICATING_SYNC_FENCES = frozenset({"idempotency_key", "fingerprint_ledger"})
 _FILE_EXTENSIONS = (".gz",), (".csv", ".json", ".ndjson", ".jsonl")
 

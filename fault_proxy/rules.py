@@ -34,7 +34,7 @@ _Float = Annotated[float, Strict()]
 _FRAMING_HEADERS = frozenset({"content-length", "transfer-encoding"})
 BODYLESS_STATUSES = frozenset({204, 304})  # RFC 9110 15.3.5, 15.4.5: these answers never carry content
 
-_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")
 _RULE_ID = r"^[A-Za-z0-9_.-]{1,64}$"
 
 Phase = Literal["connect", "request_headers", "request", "forwarded", "response"]

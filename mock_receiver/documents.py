@@ -62,7 +62,7 @@ _NoTimestampResolver.yaml_implicit_resolvers = {
 # in JSON and YAML 1.2: resolve it as a float, so a JSON document means what it says (and ``1e400`` is
 # then refused as non-finite instead of slipping through as a string).
 _NoTimestampResolver.add_implicit_resolver(
-    _CORE + "float", re.compile(r"^[-+]?(?:0|[1-9][0-9]*)[eE][-+]?[0-9]+$"), list("-+0123456789"))
+    _CORE + "float", re.compile(r"^[-+]?(?:0|[1-9][0-9]*)[eE][-+]?[0-9]+\Z"), list("-+0123456789"))
 
 
 class _CountingComposer(Composer):

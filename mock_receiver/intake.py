@@ -23,7 +23,7 @@ from mock_receiver.secret_sources import AuthConfigError
 
 _LOG = logging.getLogger("mock_receiver")
 _FENCE_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:~-]{0,199}\Z")  # \Z: "$" would let a final "\n" in
-_CONTENT_LENGTH = re.compile(r"^[0-9]{1,18}$")  # ASCII digits only; 18 digits stay inside SQLite's int64
+_CONTENT_LENGTH = re.compile(r"^[0-9]{1,18}\Z")  # ASCII digits only; 18 digits stay inside SQLite's int64
 _FILE_SUFFIXES = (".csv", ".json", ".ndjson", ".jsonl")
 
 

@@ -87,7 +87,7 @@ NON_SEMANTIC_HEADERS = frozenset(
     }
 )
 
-_GENERATION_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
+_GENERATION_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z\Z")
 _DEFAULT_PORTS = {"https": 443, "http": 80}
 
 

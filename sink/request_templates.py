@@ -22,8 +22,8 @@ from sink.contracts.symbols import TemplateLocation, template_symbols
 
 # The same placeholder grammar as sink.contracts.symbols (whose pattern is private there).
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
-_VISIBLE = re.compile(r"^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$")
-_FILENAME_VALUE = re.compile(r"^[A-Za-z0-9._:~-]{1,200}$")
+_VISIBLE = re.compile(r"^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?\Z")
+_FILENAME_VALUE = re.compile(r"^[A-Za-z0-9._:~-]{1,200}\Z")
 MAX_VALUE_LENGTH = 1024
 
 

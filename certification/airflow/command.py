@@ -29,7 +29,7 @@ from certification.services import ServiceUnavailable
 from certification.signing import SigningError, build_test_result_predicate, generate_key, load_signer, sign_artifact
 
 COMPAT_DIR = Path("test_artifacts") / "airflow-compat"
-_VERSION = re.compile(r"^(2|3)\.\d{1,2}\.\d{1,3}$")
+_VERSION = re.compile(r"^(2|3)\.\d{1,2}\.\d{1,3}\Z")
 err = Console(stderr=True)
 
 

@@ -17,7 +17,7 @@ from pathlib import PurePosixPath
 from urllib.parse import parse_qsl, urlsplit
 
 MAX_LOCATOR_CHARS = 1024
-_SCHEMA = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+_SCHEMA = re.compile(r"^[a-z_][a-z0-9_]{0,62}\Z")
 _FIELDS = ("journal", "artifacts", "markers", "pg_schema")
 # libpq connection parameters that name no secret (paths and switches only). ``password`` and
 # ``sslpassword`` are secrets; every parameter not listed is refused rather than guessed about.

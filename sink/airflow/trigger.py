@@ -31,7 +31,7 @@ from typing import Any
 from sink.airflow.airflow_compat import BaseTrigger, TriggerEvent
 from sink.airflow.locator import JournalLocator, LocatorError
 
-_OPERATION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+=-]{0,255}$")
+_OPERATION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+=-]{0,255}\Z")
 MAX_WAIT_SECONDS = 3600.0
 
 

@@ -25,8 +25,8 @@ from sink.artifacts.port import (
     ArtifactRef,
 )
 
-_DIGEST = re.compile(r"^sha256:([0-9a-f]{64})$")
-_ROOT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+_DIGEST = re.compile(r"^sha256:([0-9a-f]{64})\Z")
+_ROOT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}\Z")
 
 
 def _hex(digest: str) -> str:

@@ -34,7 +34,7 @@ def contract_error(code: str, message: str, *, field: str | None = None) -> Pyda
     return PydanticCustomError(code, message, context)
 
 
-_IDENTIFIER = re.compile(r"^[a-z0-9](?:[a-z0-9._-]{0,126}[a-z0-9])?$")
+_IDENTIFIER = re.compile(r"^[a-z0-9](?:[a-z0-9._-]{0,126}[a-z0-9])?\Z")
 
 
 def check_identifier(value: str, what: str) -> str:

@@ -27,13 +27,13 @@ from sink.contracts.binding_auth import (
 AuthProvider = Literal["bearer", "api_key_header", "basic", "oauth2_client_credentials", "mtls", "none"]
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
 
-_ENV_REF = re.compile(r"^env://[A-Z_][A-Z0-9_]{0,127}$")
-_VAULT_REF = re.compile(r"^vault://[A-Za-z0-9_-][A-Za-z0-9_./-]{0,254}(?:#[A-Za-z0-9_-]{1,64})?$")
-_FILE_REF = re.compile(r"^file:///[A-Za-z0-9_./-]{1,254}$")
-_REMOTE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$")
-_POLICY_REF = re.compile(r"^[a-z0-9][a-z0-9._-]{0,126}@[1-9][0-9]{0,5}$")
-_EVIDENCE_REF = re.compile(r"^[a-z][a-z0-9+.-]{0,15}://[\x21-\x7e]{1,300}$")
-_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+_ENV_REF = re.compile(r"^env://[A-Z_][A-Z0-9_]{0,127}\Z")
+_VAULT_REF = re.compile(r"^vault://[A-Za-z0-9_-][A-Za-z0-9_./-]{0,254}(?:#[A-Za-z0-9_-]{1,64})?\Z")
+_FILE_REF = re.compile(r"^file:///[A-Za-z0-9_./-]{1,254}\Z")
+_REMOTE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}\Z")
+_POLICY_REF = re.compile(r"^[a-z0-9][a-z0-9._-]{0,126}@[1-9][0-9]{0,5}\Z")
+_EVIDENCE_REF = re.compile(r"^[a-z][a-z0-9+.-]{0,15}://[\x21-\x7e]{1,300}\Z")
+_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}\Z")
 
 
 def check_credential_ref(value: str) -> str:

@@ -15,10 +15,10 @@ from urllib.parse import urlsplit
 
 from sink.contracts._base import contract_error
 
-_CLIENT_ID = re.compile(r"^[\x21-\x7e]{1,256}$")
+_CLIENT_ID = re.compile(r"^[\x21-\x7e]{1,256}\Z")
 # RFC 6749 3.3: scope tokens are NQCHAR (no space, quote or backslash), joined by single spaces.
-_SCOPE = re.compile(r"^[\x21\x23-\x5b\x5d-\x7e]{1,128}(?: [\x21\x23-\x5b\x5d-\x7e]{1,128}){0,31}$")
-_TOKEN_PATH = re.compile(r"^/[A-Za-z0-9._~!$&'()*+,;=:@/-]{0,254}$")
+_SCOPE = re.compile(r"^[\x21\x23-\x5b\x5d-\x7e]{1,128}(?: [\x21\x23-\x5b\x5d-\x7e]{1,128}){0,31}\Z")
+_TOKEN_PATH = re.compile(r"^/[A-Za-z0-9._~!$&'()*+,;=:@/-]{0,254}\Z")
 
 OAUTH_FIELDS = ("oauth_token_endpoint", "oauth_client_id", "oauth_scope")
 MTLS_FIELDS = ("client_certificate_ref", "client_key_passphrase_ref")

@@ -23,7 +23,7 @@ FIELD_TYPES = ("string", "integer", "decimal", "boolean", "date", "timestamp")
 MAX_FIELDS = 256
 
 FieldType = Literal["string", "integer", "decimal", "boolean", "date", "timestamp"]
-_FIELD_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+_FIELD_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}\Z")
 
 
 class MappedField(ContractModel):

@@ -16,9 +16,9 @@ MAX_POINTER_LENGTH = 256
 MAX_POINTER_DEPTH = 8
 MAX_RECEIPT_FIELDS = 8
 MAX_VOCABULARY = 16
-_POINTER_SEGMENT = re.compile(r"^(?:[^~/\x00-\x1f\x7f]|~[01])*$")
-_HEADER_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$")
-_VOCABULARY_WORD = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+_POINTER_SEGMENT = re.compile(r"^(?:[^~/\x00-\x1f\x7f]|~[01])*\Z")
+_HEADER_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}\Z")
+_VOCABULARY_WORD = re.compile(r"^[A-Za-z0-9_.:-]{1,64}\Z")
 _SECRET_BEARING_HEADERS = frozenset({"authorization", "proxy-authorization", "set-cookie", "cookie"})
 
 

@@ -20,10 +20,10 @@ MAX_HEADERS = 16
 MAX_QUERY = 16
 MAX_SCALAR_PARTS = 8
 
-_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$")
-_QUERY_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-_PART_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-_MEDIA_TYPE = re.compile(r"^[a-z0-9][a-z0-9!#$&^_.+-]{0,63}/[a-z0-9][a-z0-9!#$&^_.+-]{0,63}$")
+_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}\Z")
+_QUERY_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}\Z")
+_PART_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")
+_MEDIA_TYPE = re.compile(r"^[a-z0-9][a-z0-9!#$&^_.+-]{0,63}/[a-z0-9][a-z0-9!#$&^_.+-]{0,63}\Z")
 
 # Credentials come from the binding's auth provider; framing headers from the transport; the
 # content type from ``media_type``. A profile may set none of them.

@@ -18,8 +18,8 @@ from pydantic import Field, field_validator
 
 from sink.contracts._base import ContractModel, Description, contract_error
 
-_POLICY_ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,126}@[1-9][0-9]{0,5}$")
-_FILE_REF = re.compile(r"^file:///[A-Za-z0-9_./-]{1,254}$")
+_POLICY_ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,126}@[1-9][0-9]{0,5}\Z")
+_FILE_REF = re.compile(r"^file:///[A-Za-z0-9_./-]{1,254}\Z")
 
 
 def _check_id(value: str) -> str:

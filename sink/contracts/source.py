@@ -27,7 +27,7 @@ from sink.contracts.errors import ExitClass
 SOURCE_KINDS = ("csv_file", "ndjson_file", "sqlite_query", "postgresql_query", "synthetic")
 MAX_QUERY_LENGTH = 8192
 DEFAULT_MAX_FIELD_BYTES = 1_048_576
-_ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,63}$")
+_ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,63}\Z")
 
 
 def _check_path(value: str) -> str:

@@ -19,8 +19,8 @@ REQUEST_SYMBOLS: frozenset[str] = frozenset(
 )
 """Symbols that may appear in the submit request (path, query, headers, scalar parts, filename)."""
 
-RECEIPT_NAME = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
-_RECEIPT_SYMBOL = re.compile(r"^receipt\.([a-z][a-z0-9_]{0,31})$")
+RECEIPT_NAME = re.compile(r"^[a-z][a-z0-9_]{0,31}\Z")
+_RECEIPT_SYMBOL = re.compile(r"^receipt\.([a-z][a-z0-9_]{0,31})\Z")
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 _FORBIDDEN_TEMPLATE_SYNTAX = ("{{", "}}", "${", "{%", "%}", "{#", "#}", "<%", "%>", "$(", "`")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
@@ -28,10 +28,10 @@ _ENCODED_TRAVERSAL = re.compile(r"%(?:2e|2f|5c|00|25)", re.IGNORECASE)
 
 # Literal characters allowed outside placeholders (RFC 3986 pchar without '%' for paths: the
 # renderer percent-encodes values, profiles never pre-encode).
-_PATH_LITERAL = re.compile(r"^[A-Za-z0-9\-._~!$&'()*+,;=:@/]*$")
-_QUERY_LITERAL = re.compile(r"^[A-Za-z0-9\-._~!$'()*+,;:@/]*$")
-_HEADER_LITERAL = re.compile(r"^[\x20-\x7e]*$")
-_SCALAR_LITERAL = re.compile(r"^[A-Za-z0-9\-._~:@+ ]*$")
+_PATH_LITERAL = re.compile(r"^[A-Za-z0-9\-._~!$&'()*+,;=:@/]*\Z")
+_QUERY_LITERAL = re.compile(r"^[A-Za-z0-9\-._~!$'()*+,;:@/]*\Z")
+_HEADER_LITERAL = re.compile(r"^[\x20-\x7e]*\Z")
+_SCALAR_LITERAL = re.compile(r"^[A-Za-z0-9\-._~:@+ ]*\Z")
 
 MAX_TEMPLATE_LENGTH = 512
 
@@ -51,7 +51,7 @@ _LITERALS = {
     TemplateLocation.QUERY: _QUERY_LITERAL,
     TemplateLocation.HEADER: _HEADER_LITERAL,
     TemplateLocation.SCALAR: _SCALAR_LITERAL,
-    TemplateLocation.FILENAME: re.compile(r"^[A-Za-z0-9\-._]*$"),
+    TemplateLocation.FILENAME: re.compile(r"^[A-Za-z0-9\-._]*\Z"),
 }
 
 

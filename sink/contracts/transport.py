@@ -25,8 +25,8 @@ from sink.contracts.secret import SecretValue
 
 JsonScalar = str | int | bool | None
 REQUEST_METHODS = frozenset({"GET", "POST", "PUT", "PATCH"})
-_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$")
-_HEADER_VALUE = re.compile(r"^(?:[\x21-\x7e](?:[\x20-\x7e]{0,1022}[\x21-\x7e])?)?$")
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}\Z")
+_HEADER_VALUE = re.compile(r"^(?:[\x21-\x7e](?:[\x20-\x7e]{0,1022}[\x21-\x7e])?)?\Z")
 
 
 class TransportPhase(StrEnum):

@@ -16,8 +16,8 @@ from sink.contracts._base import ContractModel, Description, check_identifier, c
 from sink.contracts.source import SourceSpec, check_source_kind
 
 MUTATION_KINDS = ("partition_replace", "incremental_append")
-_PROFILE_REF = re.compile(r"^([a-z0-9](?:[a-z0-9._-]{0,126}[a-z0-9])?)@([1-9][0-9]{0,5})$")
-_FIELD_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+_PROFILE_REF = re.compile(r"^([a-z0-9](?:[a-z0-9._-]{0,126}[a-z0-9])?)@([1-9][0-9]{0,5})\Z")
+_FIELD_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}\Z")
 
 MutationKind = Literal["partition_replace", "incremental_append"]
 

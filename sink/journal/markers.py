@@ -32,7 +32,7 @@ from sink.journal.records import (
 MARKER_FORMAT = "restproof.may-attempt.v1"
 GRANT_CLAIM_FORMAT = "restproof.may-attempt-grant-claim.v1"
 NOT_SENT_FORMAT = "restproof.may-attempt-not-sent.v1"
-_ORDINAL_FILE = re.compile(r"^(\d{10})\.json$")
+_ORDINAL_FILE = re.compile(r"^(\d{10})\.json\Z")
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,7 +30,7 @@ MAX_COUNTER = 2**53
 """Counters beyond this are not a receiver's row count (and would not round-trip through JSON)."""
 MAX_NEXT_CHECK = timedelta(days=30)
 DECIDED_EXIT_CLASSES = frozenset({2, 3, 4, 5})
-_REASON = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+_REASON = re.compile(r"^[a-z][a-z0-9_]{0,63}\Z")
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,7 +48,7 @@ from sink.security.revocation import gate_from_environ
 from sink.security.wire import open_binding_transport
 from sink.transport import default_registry
 
-_SCHEMA = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+_SCHEMA = re.compile(r"^[a-z_][a-z0-9_]{0,62}\Z")
 DEFAULT_PG_SCHEMA = "restproof_journal"
 JOURNAL_FILE = "journal.sqlite3"
 

@@ -30,14 +30,14 @@ from sink.payload.encoding import Row, Value
 from sink.source.errors import SourceError
 from sink.source.port import OversizedNumber
 
-_INTEGER = re.compile(r"^-?(0|[1-9][0-9]*)$")
-_DECIMAL = re.compile(r"^(-?)([0-9]+)(?:\.([0-9]+))?$")
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_INTEGER = re.compile(r"^-?(0|[1-9][0-9]*)\Z")
+_DECIMAL = re.compile(r"^(-?)([0-9]+)(?:\.([0-9]+))?\Z")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}\Z")
 _MAX_INTEGER_DIGITS = 40
 _MAX_DECIMAL_CHARS = 60
 _INTEGER_LIMIT = 10**_MAX_INTEGER_DIGITS
 _DATE_CACHE = 4096
-_TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})$")
+_TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})\Z")
 
 
 class _Drift(Exception):

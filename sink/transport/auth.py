@@ -21,7 +21,7 @@ from sink.transport.auth_methods import ApiKeyHeaderAuth, BasicAuth, MtlsAuth
 from sink.transport.oauth import OAuthSettings
 
 # RFC 6750 b64token: anything else could break header framing (and h11 would echo it in an error).
-_B64TOKEN = re.compile(r"^[A-Za-z0-9\-._~+/]+=*$")
+_B64TOKEN = re.compile(r"^[A-Za-z0-9\-._~+/]+=*\Z")
 
 
 class AuthProvider(Protocol):

@@ -18,8 +18,8 @@ from sink.contracts.transport import CredentialResolverPort, CredentialUnavailab
 
 # Visible ASCII, no leading/trailing space: anything else could break header framing, and h11
 # would echo an illegal value in its error message.
-_HEADER_SAFE = re.compile(r"^[\x21-\x7e](?:[\x20-\x7e]{0,4094}[\x21-\x7e])?$")
-_HEADER_NAME = re.compile(r"^[A-Za-z0-9-]{1,64}$")
+_HEADER_SAFE = re.compile(r"^[\x21-\x7e](?:[\x20-\x7e]{0,4094}[\x21-\x7e])?\Z")
+_HEADER_NAME = re.compile(r"^[A-Za-z0-9-]{1,64}\Z")
 # Credential-bearing or framing headers an API key must never be put into.
 _RESERVED_HEADERS = frozenset({
     "authorization", "proxy-authorization", "cookie", "host", "content-length", "transfer-encoding",

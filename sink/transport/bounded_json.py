@@ -104,7 +104,7 @@ def _unescape(segment: str) -> str:
     return segment.replace("~1", "/").replace("~0", "~")
 
 
-_ARRAY_INDEX = re.compile(r"^(?:0|[1-9][0-9]{0,8})$")
+_ARRAY_INDEX = re.compile(r"^(?:0|[1-9][0-9]{0,8})\Z")
 _MISSING = object()
 
 

@@ -16,8 +16,8 @@ from urllib.parse import urlsplit
 
 MAX_LOCATION_LENGTH = 2048
 _DEFAULT_PORTS = {"https": 443, "http": 80}
-_RECEIPT_VALUE = re.compile(r"^[A-Za-z0-9._~-]{1,200}$")
-_PLACEHOLDER = re.compile(r"^\{receipt\.([a-z][a-z0-9_]{0,31})\}$")
+_RECEIPT_VALUE = re.compile(r"^[A-Za-z0-9._~-]{1,200}\Z")
+_PLACEHOLDER = re.compile(r"^\{receipt\.([a-z][a-z0-9_]{0,31})\}\Z")
 _ENCODED_ESCAPE = re.compile(r"%(?:2e|2f|5c|00|25)", re.IGNORECASE)
 
 

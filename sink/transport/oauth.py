@@ -32,7 +32,7 @@ from sink.contracts.transport import (
 )
 from sink.transport.body import BytesBody
 
-_B64TOKEN = re.compile(r"^[A-Za-z0-9\-._~+/]+=*$")
+_B64TOKEN = re.compile(r"^[A-Za-z0-9\-._~+/]+=*\Z")
 TOKEN_POINTERS = ("/access_token", "/token_type", "/expires_in")
 MAX_REFRESH_SKEW_S = 60.0
 

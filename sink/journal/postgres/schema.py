@@ -24,8 +24,8 @@ from sink.journal.port import (
     NotAJournal,
 )
 
-_SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
-_MIGRATION_FILE = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+_SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}\Z")
+_MIGRATION_FILE = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql\Z")
 # Any fixed 64-bit key: serialises concurrent migrators of every journal schema in the database.
 _MIGRATION_LOCK_KEY = 0x7265737470726F6F  # "restproo"
 
