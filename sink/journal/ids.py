@@ -11,8 +11,8 @@ from datetime import datetime
 
 from sink.canonical import hash_fields, is_digest
 
-_UTC_INSTANT = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
-_IDENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+=-]{0,255}$")
+_UTC_INSTANT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
+_IDENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+=-]{0,255}\Z")
 _ID_HEX_CHARS = 40
 
 
@@ -28,9 +28,11 @@ def require_ident(value: str, name: str) -> None:
 
 def require_utc_instant(value: str, name: str) -> None:
     # One fixed textual form makes lexicographic order equal chronological order in both adapters.
-    if not _UTC_INSTANT.match(value):
+    if not _UTC_INSTANT.fullmatch(value):  # fullmatch: "$" would let a trailing newline through
         raise ValueError(f"{name} must be an ISO-8601 UTC instant 'YYYY-MM-DDTHH:MM:SSZ'")
-    datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ")
+    # The shape is checked above; the calendar (month, day of month, hour, minute, second) here,
+    # by the C parser: strptime did the same at about twenty times the CPU, on every row read.
+    datetime.fromisoformat(value[:-1])
 
 
 def _stable_id(prefix: str, purpose: str, **parts: str | int) -> str:

@@ -35,3 +35,19 @@ def test_validators_refuse_malformed_values() -> None:
         require_utc_instant("2026-02-30T00:00:00Z", "t")
     require_digest(NS, "d")
     require_utc_instant("2026-02-28T00:00:00Z", "t")
+
+
+@pytest.mark.parametrize("value", [
+    "2026-02-29T00:00:00Z", "2026-13-01T00:00:00Z", "2026-00-10T00:00:00Z", "2026-04-31T00:00:00Z",
+    "2026-01-01T24:00:00Z", "2026-01-01T00:60:00Z", "2026-01-01T00:00:60Z", "0000-01-01T00:00:00Z",
+    "2026-01-01T00:00:00+00:00", "2026-01-01T00:00:00.5Z", "2026-01-01 00:00:00Z", "2026-01-01T00:00:00z",
+    "2026-01-01T00:00:00Z\n", "\uff12026-01-01T00:00:00Z",
+])
+def test_utc_instant_refuses_every_other_calendar_or_shape(value: str) -> None:
+    with pytest.raises(ValueError):
+        require_utc_instant(value, "t")
+
+
+@pytest.mark.parametrize("value", ["2024-02-29T23:59:59Z", "0001-01-01T00:00:00Z", "9999-12-31T23:59:59Z"])
+def test_utc_instant_accepts_real_instants(value: str) -> None:
+    require_utc_instant(value, "t")

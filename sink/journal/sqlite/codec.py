@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from datetime import UTC, datetime
 
@@ -39,6 +40,9 @@ OPERATION_COLUMNS = (
 )
 
 
+_STORED_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
+
+
 def encode_time(value: datetime) -> str:
     # Fixed width, always UTC with microseconds, so text order is time order.
     if value.tzinfo is None:
@@ -47,7 +51,11 @@ def encode_time(value: datetime) -> str:
 
 
 def decode_time(value: str) -> datetime:
-    return datetime.strptime(value, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+    # The one shape encode_time writes, checked here; the calendar by the C parser (strptime did
+    # both at about twenty times the CPU, on every timestamp of every row read).
+    if not _STORED_TIME.fullmatch(value):
+        raise ValueError("journal time is not 'YYYY-MM-DDTHH:MM:SS.ffffffZ'")
+    return datetime.fromisoformat(value[:-1]).replace(tzinfo=UTC)
 
 
 def descriptor_params(child: ChildDescriptor) -> tuple[object, ...]:
