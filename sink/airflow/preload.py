@@ -61,4 +61,22 @@ def preload_runtime(*, force: bool = False, argv: Sequence[str] | None = None) -
     from sink.design.query import load_design_contract  # noqa: PLC0415
 
     load_design_contract()
+    _build_contract_models()
     return tuple(loaded)
+
+
+def _build_contract_models() -> int:
+    """Build every contract model now (they are built on first use otherwise: ``defer_build``),
+    so a forked task validates without building one."""
+    from sink.contracts._base import ContractModel  # noqa: PLC0415
+
+    pending: list[type[ContractModel]] = list(ContractModel.__subclasses__())
+    seen: set[type[ContractModel]] = set()
+    while pending:
+        model = pending.pop()
+        if model in seen:
+            continue
+        seen.add(model)
+        pending.extend(model.__subclasses__())
+        model.model_rebuild()
+    return len(seen)

@@ -100,7 +100,8 @@ class HttpxRestTransport:
         self._pinned: str | None = None
         self._address_allowed = address_allowed
         pool = httpcore.ConnectionPool(
-            ssl_context=ssl_context or ssl.create_default_context(),
+            # Without a context, an https origin gets the verifying default; http never builds one.
+            ssl_context=ssl_context or (ssl.create_default_context() if parts.scheme == "https" else None),
             max_connections=max_connections,
             keepalive_expiry=keepalive_expiry_s,
             retries=0,

@@ -39,8 +39,15 @@ loaded = preload_runtime(force=sys.argv[1] == "force", argv=["airflow", sys.argv
 after = set(sys.modules)
 import sink.runtime.service, sink.runtime.composition, sink.design.query
 from sink.design.query import _bundled
+from sink.contracts._base import ContractModel
+models, pending = [], list(ContractModel.__subclasses__())
+while pending:
+    model = pending.pop()
+    models.append(model)
+    pending.extend(model.__subclasses__())
 print(json.dumps({"loaded": loaded, "new": len(after - before),
-                  "later": len(set(sys.modules) - after), "contract_cached": _bundled.cache_info().currsize}))
+                  "later": len(set(sys.modules) - after), "contract_cached": _bundled.cache_info().currsize,
+                  "models": len(models), "unbuilt": sum(not m.__pydantic_complete__ for m in models)}))
 """
 
 
@@ -55,6 +62,8 @@ def test_preload_loads_the_runtime_and_the_contract_in_a_scheduler() -> None:
     assert set(result["loaded"]) == set(RUNTIME_MODULES)
     assert result["later"] == 0  # the runtime's entry modules: nothing left to import
     assert result["contract_cached"] == 1
+    assert result["models"] > 20
+    assert result["unbuilt"] == 0
 
 
 def test_preload_is_a_no_op_in_a_triggerer() -> None:
@@ -63,6 +72,7 @@ def test_preload_is_a_no_op_in_a_triggerer() -> None:
     assert result["new"] == 0
     assert result["later"] > 0  # the runtime was left for the task to import
     assert result["contract_cached"] == 0
+    assert result["unbuilt"] > 0  # built on first use, in the process that uses them
 
 
 def test_acceptance_stack_writes_local_settings_only_when_preloading(tmp_path: Path) -> None:
