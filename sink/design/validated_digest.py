@@ -11,6 +11,9 @@ from __future__ import annotations
 VALIDATED_CONTRACT_SHA256 = "463f3171ab22302b8c3c440ab9889abdab5b7ace2d34adf45dc737c7f05bcb6e"
 
 
+VALIDATED_CONTRACT_JSON_SHA256 = "f4f7f362900a5a5ff963eede51b7fb8077886463efb813c9aea8f95f4f5d4fff"
+
+
 def current_digest() -> str:
     import hashlib  # noqa: PLC0415
 
@@ -19,23 +22,36 @@ def current_digest() -> str:
     return hashlib.sha256(BUNDLED_CONTRACT.read_bytes()).hexdigest()
 
 
+def json_twin(document: object) -> bytes:
+    """The contract document as the JSON twin stores it (sorted keys, no spaces)."""
+    import json  # noqa: PLC0415
+
+    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8") + b"\n"
+
+
 def main() -> int:
     """Validate the bundled contract in full, then pin its digest here (a maintainer's step)."""
+    import hashlib  # noqa: PLC0415
     import pathlib  # noqa: PLC0415
     import re  # noqa: PLC0415
 
     from sink.bounded_yaml import load_bounded_yaml_file  # noqa: PLC0415
-    from sink.design.query import BUNDLED_CONTRACT  # noqa: PLC0415
+    from sink.design.query import BUNDLED_CONTRACT, BUNDLED_CONTRACT_JSON  # noqa: PLC0415
     from sink.design.validator import validate_document  # noqa: PLC0415
 
-    findings = validate_document(load_bounded_yaml_file(BUNDLED_CONTRACT))
+    document = load_bounded_yaml_file(BUNDLED_CONTRACT)
+    findings = validate_document(document)
     if findings:
         print(f"the bundled contract does not validate ({len(findings)} findings): nothing pinned")
         return 2
+    twin = json_twin(document)
+    BUNDLED_CONTRACT_JSON.write_bytes(twin)
     here = pathlib.Path(__file__)
-    text = here.read_text(encoding="utf-8")
-    here.write_text(re.sub(r'VALIDATED_CONTRACT_SHA256 = "[0-9a-f]{64}"',
-                           f'VALIDATED_CONTRACT_SHA256 = "{current_digest()}"', text), encoding="utf-8")
+    text = re.sub(r'VALIDATED_CONTRACT_SHA256 = "[0-9a-f]+"', f'VALIDATED_CONTRACT_SHA256 = "{current_digest()}"',
+                  here.read_text(encoding="utf-8"))
+    text = re.sub(r'VALIDATED_CONTRACT_JSON_SHA256 = "[0-9a-f]+"',
+                  f'VALIDATED_CONTRACT_JSON_SHA256 = "{hashlib.sha256(twin).hexdigest()}"', text)
+    here.write_text(text, encoding="utf-8")
     return 0
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -9,13 +11,38 @@ import pytest
 
 from sink.bounded_yaml import load_bounded_yaml_file
 from sink.design import query, validator
-from sink.design.validated_digest import VALIDATED_CONTRACT_SHA256, current_digest
+from sink.design.validated_digest import (
+    VALIDATED_CONTRACT_JSON_SHA256,
+    VALIDATED_CONTRACT_SHA256,
+    current_digest,
+    json_twin,
+)
 
 
 def test_pinned_digest_is_the_bundled_contract_and_it_validates() -> None:
     assert current_digest() == VALIDATED_CONTRACT_SHA256, (
         "contract.yaml changed: run `python -m sink.design.validated_digest` (it validates first)")
     assert validator.validate_document(load_bounded_yaml_file(query.BUNDLED_CONTRACT)) == []
+
+
+def test_json_twin_is_the_same_document_and_pinned() -> None:
+    twin = query.BUNDLED_CONTRACT_JSON.read_bytes()
+    assert twin == json_twin(load_bounded_yaml_file(query.BUNDLED_CONTRACT))
+    assert hashlib.sha256(twin).hexdigest() == VALIDATED_CONTRACT_JSON_SHA256
+
+
+def test_a_twin_that_differs_is_not_read(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    twin = tmp_path / "contract.json"
+    document = json.loads(query.BUNDLED_CONTRACT_JSON.read_bytes())
+    document["transitions"] = document["transitions"][:1]
+    twin.write_bytes(json_twin(document))
+    monkeypatch.setattr(query, "BUNDLED_CONTRACT_JSON", twin)
+    query._bundled.cache_clear()
+    try:
+        contract = query.load_design_contract()
+    finally:
+        query._bundled.cache_clear()
+    assert len(contract.transitions) > 1  # read from the pinned YAML, not from the edited twin
 
 
 def _spy(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
