@@ -59,6 +59,9 @@ def evidence_complete(history: History) -> CheckResult:
         gaps.append("the receiver's ground truth could not be read")
     if done.unmatched_proxy_entries:
         gaps.append(f"{done.unmatched_proxy_entries} proxy log entr(y/ies) match no recorded client request")
+    if done.receiver_in_flight:
+        gaps.append(f"the receiver was still working on {done.receiver_in_flight} request(s) when its "
+                    f"ledger was read")
     if not history.snapshots:
         gaps.append("no snapshot of the receiver's content")
     return CheckResult("evidence", Status.UNKNOWN if gaps else Status.VALID, 0, tuple(gaps))

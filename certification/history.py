@@ -148,6 +148,8 @@ class Completeness:
     ledger_read: bool = True
     unmatched_proxy_entries: int = 0
     """Mutation entries of the proxy's log that no recorded client request explains."""
+    receiver_in_flight: int = 0
+    """Data requests the receiver was still working on when the judge stopped waiting to read it."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -65,6 +65,9 @@ LEASE_WAIT_S = 1.2
 SETTLE_CLOCK_S = 3600
 """Advancing the receiver clock by an hour settles its "30-minute" async jobs (receipts live a day):
 what an operator does by waiting before reconciling, and what settles jobs a sink left running."""
+IN_FLIGHT_SETTLE_S = 60.0
+"""How long the judge waits for the receiver to finish the requests the sink left in flight: above
+the longest in-progress hold of the bundled catalogs (34 s)."""
 JournalArguments = Callable[[], tuple[str, ...]]
 """``certification.journal_backend``: the arguments pointing one run at a journal of its own."""
 UNVERIFIED_REASON = "the receiver's ground truth cannot be read (a live receiver without a ledger API): never PASS"
@@ -260,8 +263,22 @@ class RowRunner:
         finally:
             self.fault.restore(self.ctx)
 
+    def _settle(self) -> tuple[int, bool]:
+        """Wait for the receiver to finish every request the sink left in flight (a request held in
+        progress, a slow upload, one the proxy released after its client died): the ledger, the
+        proxy's log and the tap are read after it. Returns the count still in flight and whether
+        the receiver answered."""
+        receiver = self.family.receiver
+        if receiver is None:
+            return 0, True
+        try:
+            return receiver.settle(IN_FLIGHT_SETTLE_S), True
+        except ServiceUnavailable:
+            return 0, False
+
     def _judge(self, started: float, must_be_caught: bool) -> SinkRowResult:
         family, row = self.family, self.row
+        in_flight, settled = self._settle()
         log, dropped = family.proxy.log_with_gaps()
         evidence = self.fault.evidence(self.ctx, self.finishes, log)
         windows = [RunWindow(run.index, run.started_at, run.ended_at) for run in self.runs]
@@ -269,7 +286,7 @@ class RowRunner:
         requests, unexplained = wire_requests(family.tap.connections(), log, row.contract, windows)
         exit_codes = tuple(run.exit_code for run in self.runs)
         receiver = family.receiver
-        ledger_read = receiver is not None
+        ledger_read = receiver is not None and settled
         effects: tuple[Any, ...] = ()
         if receiver is not None:
             try:
@@ -285,7 +302,7 @@ class RowRunner:
             fence_deduplicates=bool(fence is not None and fence.deduplicates), requests=requests, effects=effects,
             snapshots=tuple(self.snapshots), runs=tuple(self.runs), fault=evidence,
             completeness=Completeness(proxy_log_dropped=dropped, ledger_read=ledger_read,
-                                      unmatched_proxy_entries=unexplained,
+                                      unmatched_proxy_entries=unexplained, receiver_in_flight=in_flight,
                                       tap_overflow=tap_overflowed(family.tap.connections())),
         )
         seconds = time.monotonic() - started

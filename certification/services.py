@@ -107,6 +107,23 @@ class Receiver:
             raise ServiceUnavailable(f"receiver admin API answered {response.status_code} for {path}")
         return response.json()
 
+    def in_flight(self) -> int:
+        """Data requests the receiver is still working on (``GET /_admin/stats``)."""
+        value = self._get("/_admin/stats").get("data_requests_in_flight")
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ServiceUnavailable("the receiver does not report its data requests in flight")
+        return value
+
+    def settle(self, timeout_s: float, poll_s: float = 0.1) -> int:
+        """Wait (at most ``timeout_s``) until the receiver works on no data request; the number it is
+        still working on then. Its ledger read before that could miss an effect about to be applied."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            count = self.in_flight()
+            if count == 0 or time.monotonic() >= deadline:
+                return count
+            time.sleep(poll_s)
+
     def requests(self) -> list[dict[str, Any]]:
         return self._pages("/_admin/requests")
 

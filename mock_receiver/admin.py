@@ -258,4 +258,5 @@ async def stats(request: Request) -> dict[str, object]:
     counts["rules"] = {name: {"matched": counter.matched, "fired": counter.fired}
                        for name, counter in receiver.faults.counters.items()}
     counts["cross_site_refused"] = receiver.cross_site_refused
+    counts["data_requests_in_flight"] = receiver.data_requests_in_flight
     return counts

@@ -15,6 +15,7 @@ from mock_receiver.auth import AuthMiddleware
 from mock_receiver.behaviour import Behaviour, describe_validation_error
 from mock_receiver.cross_site import CrossSiteMiddleware
 from mock_receiver.host_guard import AdminHostGuard, allowed_host_names
+from mock_receiver.in_flight import InFlightMiddleware
 from mock_receiver.intake import Receiver
 from mock_receiver.ledger import Ledger
 from mock_receiver.problems import ProblemError, problem_response
@@ -150,6 +151,7 @@ def create_data_app(receiver: Receiver, *, include_admin: bool, admin_host_names
     _add_data_routes(app, sorted(receiver.behaviour.resources))
     app.add_middleware(AuthMiddleware, gate_of=receiver)
     app.add_middleware(CrossSiteMiddleware, source=receiver)  # runs before authentication
+    app.add_middleware(InFlightMiddleware, counter=receiver)  # outside both: a refused request counts too
     if include_admin:
         app.include_router(admin.router)
         app.include_router(auth_admin.router)

@@ -39,6 +39,8 @@ class Receiver:
     """The data listener serves HTTPS (``--tls-dir``): only then can ``auth: mtls`` be switched to."""
     cross_site_refused: int = 0
     """Data requests refused as cross-site form writes since start or reset (mock_receiver/cross_site.py)."""
+    data_requests_in_flight: int = 0
+    """Data requests the application is still working on (mock_receiver/in_flight.py); never reset."""
 
     def __post_init__(self) -> None:
         if self.auth.spec != self.behaviour.auth:

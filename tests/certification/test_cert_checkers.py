@@ -73,6 +73,7 @@ def test_compose_is_invalid_over_unknown_over_valid(statuses: tuple[Status, ...]
     (Completeness(tap_overflow=True), "the wire tap kept only part of a connection's bytes"),
     (Completeness(ledger_read=False), "the receiver's ground truth could not be read"),
     (Completeness(unmatched_proxy_entries=1), "1 proxy log entr(y/ies) match no recorded client request"),
+    (Completeness(receiver_in_flight=1), "the receiver was still working on 1 request(s) when its ledger was read"),
 ])
 def test_each_evidence_gap_alone_makes_the_row_unknown(completeness: Completeness, reason: str) -> None:
     result = evidence_complete(history(completeness=completeness))
@@ -85,9 +86,10 @@ def test_a_history_without_any_snapshot_is_unknown() -> None:
 
 
 def test_every_gap_is_named() -> None:
-    gaps = Completeness(proxy_log_dropped=1, tap_overflow=True, ledger_read=False, unmatched_proxy_entries=3)
+    gaps = Completeness(proxy_log_dropped=1, tap_overflow=True, ledger_read=False, unmatched_proxy_entries=3,
+                        receiver_in_flight=2)
     result = evidence_complete(history(completeness=gaps, snapshots=()))
-    assert result.status is Status.UNKNOWN and len(result.reasons) == 5 and result.count == 0
+    assert result.status is Status.UNKNOWN and len(result.reasons) == 6 and result.count == 0
 
 
 def test_an_evidence_gap_is_unknown_never_valid_even_with_clean_counters() -> None:
