@@ -86,11 +86,11 @@ def open_binding_transport(
         reason = getattr(exc, "reason", None) or getattr(exc, "method", None) or "invalid"
         raise SecurityRefusal("transport.auth.unusable", f"auth provider {binding.auth_provider} cannot be "
                               f"used ({reason})") from None
-    identity = auth if isinstance(auth, MtlsAuth) else None
-    # A plain-http authority (a loopback receiver) never uses a TLS context: building one loads the
-    # system's CA store, about 50 ms of CPU in every process that opens a binding.
-    context = None if identity is None and urlsplit(binding.authority_origin).scheme == "http" \
-        else _context(tls, identity)
+    # A plain-http authority (a loopback receiver; never mtls, which the binding contract refuses
+    # without https) uses no TLS context: building one loads the system's CA store, about 50 ms of
+    # CPU in every process that opens a binding.
+    context = None if urlsplit(binding.authority_origin).scheme == "http" \
+        else _context(tls, auth if isinstance(auth, MtlsAuth) else None)
     transport = HttpxRestTransport(binding.authority_origin, auth, ssl_context=context, resolver=dns_resolver,
                                    address_allowed=network.allows, max_connections=max_connections)
     return BindingTransport(transport, auth, network, opened)

@@ -238,3 +238,24 @@ def test_closing_the_binding_transport_closes_every_connection_it_opened(pki: Pk
     BindingTransport(plain, NoAuth(), network).close()
     with pytest.raises(RuntimeError):
         plain.send(post(), timeouts=TIMEOUTS)
+
+
+@pytest.mark.parametrize(("origin", "contexts"), [("http://127.0.0.1:9", 0), ("https://localhost:9", 1)])
+def test_only_an_https_binding_builds_a_tls_context(pki: Pki, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    origin: str, contexts: int) -> None:
+    import sink.security.wire as wire
+
+    built: list[object] = []
+    real = wire.client_context
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        built.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(wire, "client_context", counting)
+    monkeypatch.setenv("SECRET", "sentinel-secret-5b0c")
+    opened = open_binding_transport(binding(origin, "bearer", credential_ref="env://SECRET"), timeouts=TIMEOUTS,
+                                    policies=policies(tmp_path / "policies", pki),
+                                    resolver=default_registry({"SECRET": "sentinel-secret-5b0c"}))
+    opened.close()
+    assert len(built) == contexts
