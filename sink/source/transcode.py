@@ -77,8 +77,8 @@ def _canonical_decimal(scale: int) -> re.Pattern[str]:
     never a negative zero."""
     whole = r"(?:0|[1-9][0-9]*)"
     if scale == 0:
-        return re.compile(rf"(?!-0$)-?{whole}")
-    return re.compile(rf"(?!-0\.0+$)-?{whole}\.[0-9]{{{scale}}}")
+        return re.compile(rf"(?!-0\Z)-?{whole}")
+    return re.compile(rf"(?!-0\.0+\Z)-?{whole}\.[0-9]{{{scale}}}")
 
 
 def _decimal(reference: _Normalize, scale: int) -> _Normalize:
