@@ -139,6 +139,38 @@ class RowEncoder:
                    if not (value is None and self._json.null == "omit")]
         return ("{" + ",".join(members) + "}\n").encode("utf-8")
 
+    def row_pieces(self) -> tuple[list[Callable[[Value], str | None]], str, str, str]:
+        """Per-field writers and the text around them, for a caller that writes fields one at a
+        time: ``(start + separator.join(pieces) + end).encode()`` equals ``encode(row)``, where a
+        piece that is None (a JSON null the format omits) is left out. A writer raises where
+        ``encode`` would."""
+        if self.encoding.format == "csv":
+            return list(self._csv_cells), self._csv.delimiter, "", self._terminator
+        omit_null = self._json.null == "omit"
+
+        def member(key: str, encode: Callable[[Value], str]) -> Callable[[Value], str | None]:
+            def piece(value: Value) -> str | None:
+                if value is None and omit_null:
+                    return None
+                return f"{key}:{encode(value)}"
+
+            return piece
+
+        return [member(key, encode) for key, encode in zip(self._keys, self._json_values, strict=True)], ",", "{", "}\n"
+
+    def csv_verbatim(self) -> Callable[[str], bool] | None:
+        """For CSV: a test that a non-empty text value of a string or decimal field is written as
+        itself (no quoting, not the null text); None for JSON formats."""
+        if self.encoding.format != "csv":
+            return None
+        special = self._special.search
+        null_text = self._csv.null_text
+
+        def verbatim(text: str) -> bool:
+            return text != null_text and special(text) is None
+
+        return verbatim
+
     def _quote(self, text: str) -> str:
         if self._special.search(text):
             return '"' + text.replace('"', '""') + '"'

@@ -52,6 +52,11 @@ class _HashingReader(io.RawIOBase):
         return len(data)
 
 
+def _csv_error(exc: csv.Error, line: int) -> SourceError:
+    code = "source.field_too_large" if "field larger" in str(exc) else "source.malformed_record"
+    return SourceError(code, "the CSV record can not be parsed", record=line)
+
+
 def _stat(path: Path) -> os.stat_result:
     try:
         info = path.stat()
@@ -138,21 +143,34 @@ class CsvFileSnapshot(_FileSnapshot):
         except StopIteration:
             return None
         except csv.Error as exc:
-            code = "source.field_too_large" if "field larger" in str(exc) else "source.malformed_record"
-            raise SourceError(code, "the CSV record can not be parsed", record=self._rows.line_num) from None
+            raise _csv_error(exc, self._rows.line_num) from None
 
     def columns(self) -> list[str] | None:
         return list(self._header or [])
 
+    @property
+    def empty_value(self) -> str | None:
+        """What an empty field stands for in ``records`` (the source's ``empty_field``)."""
+        return None if self._spec.empty_field == "null" else ""
+
+    def text_rows(self) -> Iterator[tuple[int, list[str]]]:
+        """(1-based record number, the record's fields as read, in header order)."""
+        width = len(self._header or [])
+        number = 0
+        try:
+            for row in self._rows:  # what _next_row does, without a call per row
+                number += 1
+                if len(row) != width:
+                    raise SourceError("source.malformed_record", "a record has a different number of fields",
+                                      record=number)
+                yield number, row
+        except csv.Error as exc:
+            raise _csv_error(exc, self._rows.line_num) from None
+
     def records(self) -> Iterator[tuple[int, Mapping[str, object]]]:
         header = self._header or []
-        empty: object = None if self._spec.empty_field == "null" else ""
-        number = 0
-        while (row := self._next_row()) is not None:
-            number += 1
-            if len(row) != len(header):
-                raise SourceError("source.malformed_record", "a record has a different number of fields",
-                                  record=number)
+        empty = self.empty_value
+        for number, row in self.text_rows():
             yield number, {name: (value if value != "" else empty) for name, value in zip(header, row, strict=True)}
 
 

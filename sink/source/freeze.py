@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import struct
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from datetime import date, timedelta
 from pathlib import Path
 from typing import IO
@@ -32,12 +32,14 @@ from sink.payload.encoding import EncodeError, Row, RowEncoder
 from sink.payload.parent import PARENT_SCHEMA_ID, DaySlice, FrozenParent, load_parent, parent_from_document
 from sink.source.errors import SourceError
 from sink.source.normalize import RowNormalizer
-from sink.source.port import SourceSnapshot, SourceSnapshotPort
+from sink.source.port import SourceSnapshot, SourceSnapshotPort, TextRowSnapshot
+from sink.source.transcode import Fallback, TextRowTranscoder
 
 FREEZE_VERSION = "restproof.freeze.v1"
 MAX_SCOPE_DAYS = 1000
 _CHUNK = 1 << 20
 _LENGTH = struct.Struct(">I")
+_SPILL_BATCH = 4 << 20
 
 Failpoint = Callable[[str], None]
 
@@ -47,23 +49,42 @@ def _no_failpoint(name: str) -> None:
 
 
 class _Spill:
-    """Per-day spill files of length-prefixed encoded rows."""
+    """Per-day spill files of length-prefixed encoded rows, written in batches of ``_SPILL_BATCH``
+    bytes (one write per day per batch instead of two per row)."""
 
     def __init__(self, directory: Path) -> None:
         self._dir = directory
         self._handles: dict[date, IO[bytes]] = {}
+        self._pending: dict[date, list[bytes]] = {}
+        self._held = 0
         self.rows: dict[date, int] = {}
         self.bytes: dict[date, int] = {}
 
     def add(self, day: date, encoded: bytes) -> int:
-        handle = self._handles.get(day)
-        if handle is None:
-            handle = self._handles[day] = (self._dir / f"{day.isoformat()}.spill").open("wb")
-        handle.write(_LENGTH.pack(len(encoded)))
-        handle.write(encoded)
-        self.rows[day] = self.rows.get(day, 0) + 1
-        self.bytes[day] = self.bytes.get(day, 0) + len(encoded)
-        return self.bytes[day]
+        pending = self._pending.get(day)
+        if pending is None:
+            pending = self._pending[day] = []
+            self.bytes.setdefault(day, 0)
+        pending.append(encoded)
+        size = self.bytes[day] = self.bytes[day] + len(encoded)
+        self._held += len(encoded)
+        if self._held >= _SPILL_BATCH:
+            self._flush()
+        return size
+
+    def _flush(self) -> None:
+        for day, rows in self._pending.items():
+            handle = self._handles.get(day)
+            if handle is None:
+                handle = self._handles[day] = (self._dir / f"{day.isoformat()}.spill").open("wb")
+            handle.write(b"".join([part for encoded in rows for part in (_LENGTH.pack(len(encoded)), encoded)]))
+            self.rows[day] = self.rows.get(day, 0) + len(rows)
+        self._pending.clear()
+        self._held = 0
+
+    def finish(self) -> None:
+        self._flush()
+        self.close()
 
     def close(self) -> None:
         for handle in self._handles.values():
@@ -110,7 +131,7 @@ def freeze(
         try:
             outside = _read(snapshot, normalizer, encoder, spill, scope_from=scope_from, scope_to=scope_to,
                             max_day_bytes=max_day_bytes)
-            spill.close()
+            spill.finish()
             source_version = snapshot.finish()
             failpoint("freeze.source_read")
             slices: list[DaySlice] = []
@@ -151,32 +172,72 @@ def _read(snapshot: SourceSnapshot, normalizer: RowNormalizer, encoder: RowEncod
     columns = snapshot.columns()
     if columns is not None:
         normalizer.check_columns(columns)
+    if columns is not None and isinstance(snapshot, TextRowSnapshot):
+        return _read_text(snapshot, columns, normalizer, encoder, spill, scope_from=scope_from, scope_to=scope_to,
+                          max_day_bytes=max_day_bytes)
     outside = 0
-    scope_index = normalizer.scope_index
     for number, record in snapshot.records():
         if columns is None:
             normalizer.check_columns(sorted(record), record=number)
-        row = normalizer.normalize(record, number)
-        day = date.fromisoformat(str(row[scope_index]))
+        day, encoded = _reference_row(normalizer, encoder, record, number, scope_from=scope_from,
+                                          scope_to=scope_to)
+        if encoded is None:
+            outside += 1
+        elif spill.add(day, encoded) > max_day_bytes:
+            raise _day_too_large(day)
+    return outside
+
+
+def _read_text(snapshot: TextRowSnapshot, header: list[str], normalizer: RowNormalizer, encoder: RowEncoder,
+               spill: _Spill, *, scope_from: date, scope_to: date, max_day_bytes: int) -> int:
+    """The fast path (sink.source.transcode); a row it can not vouch for takes the reference path."""
+    transcoder = TextRowTranscoder(normalizer, encoder, header, snapshot.empty_value)
+    encode = transcoder.encode
+    add = spill.add
+    outside = 0
+    for number, fields in snapshot.text_rows():
+        try:
+            day, encoded = encode(fields)
+        except Fallback:
+            empty = snapshot.empty_value
+            record = {name: (value if value != "" else empty) for name, value in zip(header, fields, strict=True)}
+            day, reference = _reference_row(normalizer, encoder, record, number, scope_from=scope_from,
+                                            scope_to=scope_to)
+            if reference is None:
+                outside += 1
+                continue
+            encoded = reference
         if not scope_from <= day < scope_to:
             outside += 1
-            continue
-        try:
-            encoded = encoder.encode(row)
-        except EncodeError as exc:
-            raise SourceError(exc.code, "the value can not be written in the profile's format",
-                              field=exc.field, record=number) from None
-        except UnicodeEncodeError:
-            # A lone surrogate no reader caught (a database JSON column): UTF-8 can not carry it.
-            raise SourceError("source.invalid_unicode", "a string holds an unpaired surrogate",
-                              field=_unencodable_field(normalizer, row), record=number) from None
-        if spill.add(day, encoded) > max_day_bytes:
-            raise DeliveryError(
-                ErrorCode.SCOPE_EXCEEDS_LIMIT,
-                f"business date {day.isoformat()} exceeds max_decoded_bytes in one request; "
-                "a receiver-atomic day is never divided",
-            )
+        elif add(day, encoded) > max_day_bytes:
+            raise _day_too_large(day)
     return outside
+
+
+def _reference_row(normalizer: RowNormalizer, encoder: RowEncoder, record: Mapping[str, object], number: int, *,
+                   scope_from: date, scope_to: date) -> tuple[date, bytes | None]:
+    """(business date, encoded row), or (business date, None) for a row outside the scope."""
+    row = normalizer.normalize(record, number)
+    day = date.fromisoformat(str(row[normalizer.scope_index]))
+    if not scope_from <= day < scope_to:
+        return day, None
+    try:
+        return day, encoder.encode(row)
+    except EncodeError as exc:
+        raise SourceError(exc.code, "the value can not be written in the profile's format",
+                          field=exc.field, record=number) from None
+    except UnicodeEncodeError:
+        # A lone surrogate no reader caught (a database JSON column): UTF-8 can not carry it.
+        raise SourceError("source.invalid_unicode", "a string holds an unpaired surrogate",
+                          field=_unencodable_field(normalizer, row), record=number) from None
+
+
+def _day_too_large(day: date) -> DeliveryError:
+    return DeliveryError(
+        ErrorCode.SCOPE_EXCEEDS_LIMIT,
+        f"business date {day.isoformat()} exceeds max_decoded_bytes in one request; "
+        "a receiver-atomic day is never divided",
+    )
 
 
 def _unencodable_field(normalizer: RowNormalizer, row: Row) -> str:

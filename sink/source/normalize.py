@@ -146,7 +146,10 @@ def _timestamp(field: MappedField, value: object) -> Value:
     return instant.isoformat(timespec="microseconds")[:26] + "Z"
 
 
-_CONVERTERS: dict[str, Callable[[MappedField, object], Value]] = {
+_Converter = Callable[[MappedField, object], Value]
+_PlanEntry = tuple[str, bool, MappedField, _Converter]
+
+_CONVERTERS: dict[str, _Converter] = {
     "string": _string, "integer": _integer, "decimal": _decimal, "boolean": _boolean, "date": _date,
     "timestamp": _timestamp,
 }
@@ -168,7 +171,8 @@ class RowNormalizer:
         self.mapping = mapping
         self._fields = [(field, _CONVERTERS[field.type]) for field in mapping.fields]
         # Read once: the per-row loop touches plain tuples, not model properties.
-        self._plan = [(field.source_name, field.nullable, field, convert) for field, convert in self._fields]
+        self._plan: list[_PlanEntry] = [(field.source_name, field.nullable, field, convert)
+                                        for field, convert in self._fields]
         # A business date repeats on every row of its day: its checked text is remembered (bounded).
         self._dates: dict[str, Value] = {}
         self._known = {field.source_name for field in mapping.fields} | set(mapping.ignore_source_fields)
@@ -195,29 +199,42 @@ class RowNormalizer:
     def normalize(self, record: Mapping[str, object], number: int) -> Row:
         row: list[Value] = []
         dates = self._dates
-        for source_name, nullable, field, convert in self._plan:
-            raw = record.get(source_name)
-            if raw is None:
-                if not nullable:
-                    raise SourceError("source.null_not_allowed", "null in a non-nullable field",
-                                      field=field.name, record=number)
-                row.append(None)
-                continue
-            if convert is _date and type(raw) is str and raw in dates:
+        for entry in self._plan:
+            raw = record.get(entry[0])
+            if entry[3] is _date and type(raw) is str:
+                if raw not in dates:
+                    value = self._value(entry, raw, number)
+                    if len(dates) >= _DATE_CACHE:
+                        row.append(value)
+                        continue
+                    dates[raw] = value
                 row.append(dates[raw])
                 continue
-            if isinstance(raw, OversizedNumber):
-                raise SourceError("source.number_too_large", f"a number longer than the bound for {field.type}",
-                                  field=field.name, record=number)
-            try:
-                value = convert(field, raw)
-                if convert is _date and type(raw) is str and len(dates) < _DATE_CACHE:
-                    dates[raw] = value
-            except _Drift as drift:
-                raise SourceError(drift.code, _MESSAGES.get(drift.code, "the value does not fit type {type}").format(
-                    type=field.type), field=field.name, record=number) from None
-            if value is None and not field.nullable:
+            row.append(self._value(entry, raw, number))
+        return row
+
+    def field_value(self, index: int, raw: object) -> Value:
+        """The normalized value of mapped field ``index`` (mapping order) for one raw value:
+        exactly what ``normalize`` puts in that place, or the SourceError it raises (record 0)."""
+        return self._value(self._plan[index], raw, 0)
+
+    @staticmethod
+    def _value(entry: _PlanEntry, raw: object, number: int) -> Value:
+        _, nullable, field, convert = entry
+        if raw is None:
+            if not nullable:
                 raise SourceError("source.null_not_allowed", "null in a non-nullable field",
                                   field=field.name, record=number)
-            row.append(value)
-        return row
+            return None
+        if isinstance(raw, OversizedNumber):
+            raise SourceError("source.number_too_large", f"a number longer than the bound for {field.type}",
+                              field=field.name, record=number)
+        try:
+            value = convert(field, raw)
+        except _Drift as drift:
+            raise SourceError(drift.code, _MESSAGES.get(drift.code, "the value does not fit type {type}").format(
+                type=field.type), field=field.name, record=number) from None
+        if value is None and not field.nullable:
+            raise SourceError("source.null_not_allowed", "null in a non-nullable field",
+                              field=field.name, record=number)
+        return value

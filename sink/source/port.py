@@ -51,3 +51,16 @@ class SourceSnapshot(Protocol):
 @runtime_checkable
 class SourceSnapshotPort(Protocol):
     def open(self, scope_from: date, scope_to: date) -> SourceSnapshot: ...
+
+
+@runtime_checkable
+class TextRowSnapshot(Protocol):
+    """A snapshot that can also hand its records over as positional text (a CSV file): the
+    freeze's fast path reads these instead of one dict per record."""
+
+    @property
+    def empty_value(self) -> str | None:
+        """What an empty field stands for in ``records()``."""
+
+    def text_rows(self) -> Iterator[tuple[int, list[str]]]:
+        """(1-based record number, fields in ``columns()`` order); the same records as ``records()``."""
