@@ -71,10 +71,18 @@ def _fail(code: str, message: str, exit_code: int) -> typer.Exit:
     return typer.Exit(exit_code)
 
 
+def _quick(row_id: str, *, personality_prefix: bool) -> bool:
+    """A quick row by its id after the family (``sync.cut.request``). In a catalog named on the command
+    line, also after a personality's prefix (``sync.stripe.cut.request``), so ``--catalog X --quick``
+    keeps X's quick rows; the bundled quick matrix stays the rows without a prefix."""
+    tail = row_id.split(".", 1)[1]
+    return tail in QUICK_ROWS or (personality_prefix and tail.split(".", 1)[-1] in QUICK_ROWS)
+
+
 def _rows(catalogs: Sequence[Path], only: Sequence[str], quick: bool) -> list[Row]:
     rows = load_catalogs(catalogs) if catalogs else bundled_rows()
     if quick:
-        rows = [row for row in rows if row.row_id.split(".", 1)[1] in QUICK_ROWS]
+        rows = [row for row in rows if _quick(row.row_id, personality_prefix=bool(catalogs))]
     if only:
         unknown = sorted(set(only) - {row.row_id for row in rows})
         if unknown:

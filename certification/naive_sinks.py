@@ -8,6 +8,11 @@ They exist to prove the checkers can fail. Both POST the exact sealed requests o
 * ``idempotency-key``: a client-side key per child, kept in process memory only (no journal):
   retries inside one process reuse it, a restarted process makes a new one.
 
+Neither inherits the bundle's own fence: the ``Idempotency-Key`` header and an AIP-155 ``request_id``
+query field are dropped. A keyed baseline sends its key the way the receiver takes one (quoted when the
+bundle's header was an RFC 8941 String, as a ``request_id`` UUID when the bundle carried one), so the
+receiver reads it and the baseline is judged on its key, not refused for its form.
+
 Usage: ``python -m certification.naive_sinks retry|idempotency-key --bundle DIR --url URL``.
 Prints ``{"units": [{"scope_from", "scope_to", "status"}]}``; exit 0 when every request got a 2xx.
 """
@@ -27,18 +32,31 @@ import httpx
 ATTEMPTS = 4
 PAUSE_S = 0.2
 FENCE_HEADERS = frozenset({"idempotency-key"})
+FENCE_QUERY = frozenset({"request_id", "requestid"})
 
 
-def _request(child: dict[str, Any], body: bytes, key: str | None) -> tuple[dict[str, str], bytes]:
+def _without_request_id(path_and_query: str) -> tuple[str, bool]:
+    path, _, query = path_and_query.partition("?")
+    pairs = [pair for pair in query.split("&") if pair]
+    kept = [pair for pair in pairs if pair.partition("=")[0].lower() not in FENCE_QUERY]
+    return path + ("?" + "&".join(kept) if kept else ""), len(kept) != len(pairs)
+
+
+def _request(child: dict[str, Any], body: bytes, key: str | None) -> tuple[str, dict[str, str], bytes]:
     headers = {name: value for name, value in child["headers"] if name.lower() not in FENCE_HEADERS}
+    quoted = any(name.lower() in FENCE_HEADERS and value.startswith('"') for name, value in child["headers"])
+    target, had_request_id = _without_request_id(str(child["path_and_query"]))
     headers["Content-Type"] = child["content_type"]
     fence = str(child["receiver_mutation_key"])
     upload = key or f"upload-{uuid.uuid4().hex}"
     if child["content_type"].startswith("multipart/") and fence.encode() in body:
         body = body.replace(fence.encode(), upload.encode())  # the file name the task chose
     if key is not None:
-        headers["Idempotency-Key"] = key
-    return headers, body
+        headers["Idempotency-Key"] = f'"{key}"' if quoted else key
+        if had_request_id:
+            request_id = uuid.UUID(hex=key.removeprefix("naive-"))  # the per-process key, as a UUID
+            target += ("&" if "?" in target else "?") + f"request_id={request_id}"
+    return target, headers, body
 
 
 def deliver(bundle: Path, url: str, mode: str) -> tuple[list[dict[str, str]], bool]:
@@ -50,9 +68,9 @@ def deliver(bundle: Path, url: str, mode: str) -> tuple[list[dict[str, str]], bo
             key = f"naive-{uuid.uuid4().hex}" if mode == "idempotency-key" else None
             status = "failed"
             for _ in range(ATTEMPTS):
-                headers, body = _request(child, raw, key)
+                target, headers, body = _request(child, raw, key)
                 try:
-                    response = client.request(child["method"], child["path_and_query"], content=body, headers=headers)
+                    response = client.request(child["method"], target, content=body, headers=headers)
                 except httpx.HTTPError:
                     time.sleep(PAUSE_S)
                     continue

@@ -2,7 +2,8 @@
 
 The judge attributes each request to what the *receiver* would do with it (docs/mock-receiver.md):
 which endpoint it reaches, which days a ``partition_replace`` replaces (the request's range), which
-fence value the receiver deduplicates on (a header, or the upload's file name), and whether that
+fence value the receiver deduplicates on (a header, a query parameter, or the upload's file name, read
+with the personality's key syntax: an RFC 8941 String unquoted, a UUID in lower case), and whether that
 fence certifiably deduplicates at all. It reads the personality's behaviour YAML with its own loader
 and shares no code with the receiver or the sink.
 """
@@ -42,6 +43,10 @@ class Fence:
     header: str | None
     """Lower-case header name (header fences)."""
     retention_seconds: float | None
+    query_parameters: tuple[str, ...] = ()
+    """The parameters a query fence is read from (any one; empty: the fence is a header)."""
+    key_syntax: str = "token"
+    """``token`` or ``printable`` (the value as sent), ``sf_string`` (quoted) or ``uuid``."""
 
     @property
     def deduplicates(self) -> bool:
@@ -106,8 +111,13 @@ def _fence(section: Any) -> Fence | None:
     kind = str(fence.get("type", "none"))
     header = fence.get("header", "Idempotency-Key") if kind in DEDUPLICATING_SYNC_FENCES else None
     retention = fence.get("retention_seconds")
+    parameters = fence.get("query_parameters") if fence.get("location") == "query" else None
+    if parameters is not None and (not isinstance(parameters, list) or not parameters):
+        raise DocumentError("a query fence names its query_parameters (a non-empty list)")
     return Fence(kind, None if header is None else str(header).lower(),
-                 float(retention) if isinstance(retention, int | float) and not isinstance(retention, bool) else None)
+                 float(retention) if isinstance(retention, int | float) and not isinstance(retention, bool) else None,
+                 query_parameters=tuple(str(name) for name in parameters or ()),
+                 key_syntax=str(fence.get("key_syntax", "token")))
 
 
 def read_contract(behaviour_path: Path) -> ReceiverContract:

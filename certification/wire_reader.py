@@ -3,8 +3,10 @@
 Attribution follows the receiver's documented contract, never the sink's choices: a request to the
 sync batch endpoint replaces the days of its range (query ``range_start``/``range_end``), an async
 job upload those of its multipart range parts; without a range its targets are the days its rows
-carry. Its fence value is what the receiver would deduplicate on: the fence header's value, or the
-upload's file-name key. A retry with a fresh key, a renamed file or a random boundary is therefore
+carry. Its fence value is what the receiver would deduplicate on: the fence header's value or its
+query parameter's (read with the personality's key syntax: an RFC 8941 String unquoted, a UUID in
+lower case; a value the receiver would refuse is no fence), or the upload's file-name key. A retry
+with a fresh key, a fresh request id, a renamed file or a random boundary is therefore
 attributed to the same days with a different fence, whatever the sink calls it. A request whose
 targets cannot be read (a head-only cut of a body-scoped request, bytes the framer cannot follow)
 has unknown targets: the checkers then assume it may target any day.
@@ -19,6 +21,7 @@ import gzip
 import hashlib
 import io
 import json
+import re
 import zlib
 from dataclasses import dataclass
 from email.message import Message
@@ -26,9 +29,11 @@ from urllib.parse import parse_qsl, urlsplit
 
 from certification.dataset import RangeTooLong, day_range
 from certification.http_framing import RawRequest
-from certification.receiver_contract import MUTATION_ENDPOINTS, Endpoint, ReceiverContract, filename_key
+from certification.receiver_contract import MUTATION_ENDPOINTS, Endpoint, Fence, ReceiverContract, filename_key
 
 MAX_DECODED = 64 * 1024 * 1024
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +135,44 @@ def row_days(content: bytes, date_field: str) -> frozenset[str] | None:
     return frozenset(days)
 
 
+def _sf_string(value: str) -> str | None:
+    import http_sf  # noqa: PLC0415 - ~0.1 s to import: only sf-string personalities need the parser
+
+    try:
+        parsed = http_sf.parse(value.encode("latin-1"), tltype="item")
+    except (http_sf.StructuredFieldError, UnicodeEncodeError, ValueError):
+        return None
+    bare = parsed[0] if isinstance(parsed, tuple) else parsed
+    return bare if type(bare) is str and bare else None  # a Token (a str subclass) is not a String
+
+
+def _key(value: str, syntax: str) -> str | None:
+    """The key the receiver reads from one fence value, None for a value it refuses (nothing applies)."""
+    if syntax == "sf_string":
+        return _sf_string(value)
+    if syntax == "uuid":
+        return value.lower() if _UUID.fullmatch(value) and value != _ZERO_UUID else None
+    return value
+
+
+def fence_value(request: RawRequest, query: list[tuple[str, str]], rule: Fence) -> str | None:
+    """Digest of the key ``rule`` deduplicates on, as the receiver reads it from this request."""
+    if rule.query_parameters:
+        # An empty value is an unset field; two values are refused: neither is a fence.
+        values = [value for name, value in query if name in rule.query_parameters and value != ""]
+        key = _key(values[0], rule.key_syntax) if len(values) == 1 else None
+        return None if key is None else _digest(key)
+    if rule.header is None:
+        return None
+    headers = request.header_values(rule.header)
+    if not headers:
+        return None
+    if rule.key_syntax in ("sf_string", "uuid"):
+        key = _key(headers[0].decode("latin-1"), rule.key_syntax) if len(headers) == 1 else None
+        return None if key is None else _digest(key)
+    return _digest(b"\n".join(headers))
+
+
 def _request_line(request: RawRequest) -> tuple[str, str]:
     """Method and target, also from a head the client did not finish (its request line suffices)."""
     if request.head_complete:
@@ -150,15 +193,15 @@ def read_request(request: RawRequest, contract: ReceiverContract) -> WireFacts:
     endpoint = contract.endpoint(method, split.path)
     resource = contract.resource_of(endpoint, split.path)
     fence_rule = contract.fence_for(endpoint)
-    query = dict(parse_qsl(split.query, keep_blank_values=True))
+    query_pairs = parse_qsl(split.query, keep_blank_values=True)
+    query = dict(query_pairs)
     targets = None
     if endpoint is Endpoint.SYNC_SUBMIT:  # an upload's range is in its scalar parts only (docs/mock-receiver.md)
         targets = _range_days(query.get("range_start"), query.get("range_end"))
     source = "range" if targets is not None else "unknown"
     fence: str | None = None
-    if fence_rule is not None and fence_rule.header is not None:
-        values = request.header_values(fence_rule.header)
-        fence = _digest(b"\n".join(values)) if values else None
+    if fence_rule is not None:
+        fence = fence_value(request, query_pairs, fence_rule)
     body = bytes(request.body)
     content_type = _content_type(request)
     gzipped = (request.header("content-encoding") or b"").strip().lower() == b"gzip"

@@ -6,6 +6,9 @@ are encoded, never trusted: RFC 3986 percent-encoding of everything outside the 
 in path segments and query values; header and multipart scalar values must already be visible
 ASCII (they cannot be encoded without changing meaning) and are refused otherwise. A value can
 not add a path segment, a query parameter, a header, a scheme or an authority.
+
+The fence's own field (the header or query parameter its ``location`` names) carries the key in the
+fence's ``encoding`` (``sink.fence_encoding``); every other field carries symbol values as they are.
 """
 
 from __future__ import annotations
@@ -16,9 +19,11 @@ from dataclasses import dataclass
 from datetime import date
 from urllib.parse import quote
 
+from sink.contracts.profile import MutationFence
 from sink.contracts.profile_ack import PollSpec
 from sink.contracts.profile_request import MultipartFileBody, PayloadPart, RequestSpec
 from sink.contracts.symbols import TemplateLocation, template_symbols
+from sink.fence_encoding import FenceEncodingError, encode_fence_value
 
 # The same placeholder grammar as sink.contracts.symbols (whose pattern is private there).
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
@@ -91,19 +96,44 @@ def _request_lookup(symbols: RequestSymbols, template: str) -> dict[str, str]:
     return {symbol: symbols.value(symbol) for symbol in _PLACEHOLDER.findall(template)}
 
 
-def render_path_and_query(spec: RequestSpec, symbols: RequestSymbols) -> str:
+def _field_lookup(symbols: RequestSymbols, template: str, fence: MutationFence | None,
+                  location: TemplateLocation, name: str) -> dict[str, str]:
+    """The template's symbol values; the fence's own field gets its key in the fence's encoding."""
+    lookup = _request_lookup(symbols, template)
+    if fence is None or fence.encoding == "raw" or not _is_fence_field(fence, location, name):
+        return lookup
+    placeholder = "{" + str(fence.value_from) + "}"
+    if template != placeholder:  # compile-time rule, checked again: the field is the key and nothing else
+        raise RenderError("render.bad_template", f"the fence {location.value} is not exactly its placeholder")
+    try:
+        return {str(fence.value_from): encode_fence_value(lookup[str(fence.value_from)], fence.encoding)}
+    except FenceEncodingError:
+        raise RenderError("render.invalid_value", f"the fence {location.value} value cannot be encoded as "
+                          f"{fence.encoding}") from None
+
+
+def _is_fence_field(fence: MutationFence, location: TemplateLocation, name: str) -> bool:
+    if location is TemplateLocation.QUERY:
+        return fence.location == "query" and name == fence.query_parameter
+    return fence.location == "header" and fence.header_name is not None and name.lower() == fence.header_name.lower()
+
+
+def render_path_and_query(spec: RequestSpec, symbols: RequestSymbols, fence: MutationFence | None = None) -> str:
     """``/path?name=value&…`` in the profile's declared query order."""
     path = _path(spec.path, TemplateLocation.PATH, _request_lookup(symbols, spec.path))
     pairs = []
     for name, template in spec.query.items():
-        value = _substitute(template, TemplateLocation.QUERY, _request_lookup(symbols, template), encode=True)
+        lookup = _field_lookup(symbols, template, fence, TemplateLocation.QUERY, name)
+        value = _substitute(template, TemplateLocation.QUERY, lookup, encode=True)
         pairs.append(f"{quote(name, safe='')}={value}")
     return path + ("?" + "&".join(pairs) if pairs else "")
 
 
-def render_semantic_headers(spec: RequestSpec, symbols: RequestSymbols) -> tuple[tuple[str, str], ...]:
+def render_semantic_headers(spec: RequestSpec, symbols: RequestSymbols,
+                            fence: MutationFence | None = None) -> tuple[tuple[str, str], ...]:
     return tuple(
-        (name.lower(), _substitute(template, TemplateLocation.HEADER, _request_lookup(symbols, template),
+        (name.lower(), _substitute(template, TemplateLocation.HEADER,
+                                   _field_lookup(symbols, template, fence, TemplateLocation.HEADER, name),
                                    encode=False))
         for name, template in spec.headers.items()
     )

@@ -35,6 +35,7 @@ CONTRACT_CODES: frozenset[str] = frozenset(
         "contract.media_type_mismatch",
         "contract.forbidden_header",
         "contract.fence_mismatch",
+        "contract.unsupported_fence_encoding",
         "contract.vocabulary_overlap",
         "contract.inconsistent_policy",
         "contract.inconsistent_result",

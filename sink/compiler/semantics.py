@@ -72,9 +72,22 @@ def profile_operation_semantics_digest(profile: OperationProfile) -> str:
             "limits": semantic_value(profile.limits),
         },
         acknowledgement_contract=semantic_value(profile.acknowledgement),
-        mutation_fence_contract=semantic_value(profile.mutation_fence),
+        mutation_fence_contract=_fence_contract(profile),
         verification_contract=_verification_contract(profile),
     )
+
+
+def _fence_contract(profile: OperationProfile) -> CanonicalValue:
+    # A fence sent raw and placed in a header or file name is the contract exactly as before the query
+    # location and the encodings existed: those fields join the identity only when they say something.
+    fence = profile.mutation_fence
+    dropped = {"query_parameter"} if fence.query_parameter is None else set()
+    if fence.encoding == "raw":
+        dropped.add("encoding")
+    contract = semantic_value(fence)
+    if isinstance(contract, dict):
+        return {name: value for name, value in contract.items() if name not in dropped}
+    return contract
 
 
 def _verification_contract(profile: OperationProfile) -> CanonicalValue:

@@ -29,14 +29,25 @@ PROFILE_SCHEMA_ID = "restproof.operation_profile.v1"
 PROTOCOL_FAMILIES = ("sync_batch", "async_bulk_job")
 ProtocolFamily = Literal["sync_batch", "async_bulk_job"]
 FenceType = Literal["none", "receiver_duplicate_key", "idempotency_key_header", "fingerprint_ledger"]
+# How the fence's key travels: as it is (raw), as an RFC 8941 Structured Field String (quoted, for a
+# header such as the IETF Idempotency-Key draft's), or as a UUID derived from it (Google AIP-155's
+# request_id). Every encoding is a pure function of the key, so a replay sends the same value.
+FenceEncoding = Literal["raw", "sf-string", "uuid"]
+FENCE_ENCODINGS: dict[str, frozenset[str]] = {
+    "header": frozenset({"raw", "sf-string", "uuid"}),
+    "query": frozenset({"raw", "uuid"}),
+    "payload_filename": frozenset({"raw"}),
+}
 
 
 class MutationFence(ContractModel):
     """How the receiver is told "this is the same mutation": the only basis for a same-key resend."""
 
     type: FenceType
-    location: Literal["payload_filename", "header"] | None = None
+    location: Literal["payload_filename", "header", "query"] | None = None
     header_name: str | None = None
+    query_parameter: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    encoding: FenceEncoding = "raw"
     value_from: Literal["receiver_mutation_key", "delivery_key"] | None = None
     key_payload_binding: Literal["required", "not_bound"] | None = None
     certification_ref: str | None = Field(default=None, max_length=200)
@@ -51,7 +62,8 @@ class MutationFence(ContractModel):
     def _complete(self) -> MutationFence:
         details = (self.location, self.value_from, self.key_payload_binding, self.certification_ref)
         if self.type == "none":
-            if any(item is not None for item in (*details, self.header_name, self.retention_ttl_seconds)):
+            placed = (*details, self.header_name, self.query_parameter, self.retention_ttl_seconds)
+            if any(item is not None for item in placed) or self.encoding != "raw":
                 raise contract_error("contract.invalid_value", "a 'none' fence takes no further fields")
             return self
         if any(item is None for item in details):
@@ -62,10 +74,17 @@ class MutationFence(ContractModel):
         if (self.location == "header") != (self.header_name is not None):
             raise contract_error("contract.invalid_value", "header_name is required exactly for location 'header'",
                                  field="header_name")
+        if (self.location == "query") != (self.query_parameter is not None):
+            raise contract_error("contract.invalid_value", "query_parameter is required exactly for location "
+                                 "'query'", field="query_parameter")
+        if self.encoding not in FENCE_ENCODINGS[str(self.location)]:
+            raise contract_error("contract.unsupported_fence_encoding",
+                                 f"a {self.location} fence cannot be sent as {self.encoding}; allowed: "
+                                 + ", ".join(sorted(FENCE_ENCODINGS[str(self.location)])), field="encoding")
         if self.type == "idempotency_key_header":
-            if self.location != "header":
-                raise contract_error("contract.fence_mismatch", "an idempotency_key_header fence lives in a header",
-                                     field="location")
+            if self.location not in ("header", "query"):
+                raise contract_error("contract.fence_mismatch", "an idempotency key fence lives in a header or a "
+                                     "query parameter", field="location")
             if self.retention_ttl_seconds is None:
                 raise contract_error("contract.missing_field", "an idempotency key fence needs its certified "
                                      "retention_ttl_seconds", field="retention_ttl_seconds")
@@ -179,6 +198,12 @@ class OperationProfile(ContractModel):
                 "contract.fence_mismatch",
                 "the fence header must be declared in request.headers with exactly its value_from placeholder",
                 field="mutation_fence.header_name",
+            )
+        elif fence.query_parameter is not None and self.request.query.get(fence.query_parameter) != placeholder:
+            raise contract_error(
+                "contract.fence_mismatch",
+                "the fence query parameter must be declared in request.query with exactly its value_from placeholder",
+                field="mutation_fence.query_parameter",
             )
 
     def _check_family(self) -> None:

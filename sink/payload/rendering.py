@@ -70,8 +70,9 @@ def render_request(plan: CompiledPlan, symbols: RequestSymbols) -> RenderedReque
     request's shape: an empty or dot path segment, a header or scalar that is not bounded visible
     ASCII, a file name outside its character set."""
     request = plan.operation.request
-    path_and_query = render_path_and_query(request, symbols)
-    headers = render_semantic_headers(request, symbols)
+    fence = plan.operation.mutation_fence
+    path_and_query = render_path_and_query(request, symbols, fence)
+    headers = render_semantic_headers(request, symbols, fence)
     body = request.body
     if isinstance(body, MultipartFileBody):
         part = body.payload_part

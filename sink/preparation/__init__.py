@@ -62,8 +62,8 @@ def prepare(
     parent_id = parent_id_for(plan, scope_from, scope_to, correction_revision)
     if journal.get_parent(parent_id) is not None:
         admitted = journal.load_parent(parent_id)
-        _require_same_source(plan, scope_from, scope_to, parent_id, source=source, store=store,
-                             spill_dir=spill_dir)
+        _require_same_source(plan, scope_from, scope_to, parent_id, admitted.parent.parent_plan_digest,
+                             source=source, store=store, spill_dir=spill_dir)
         return Prepared(parent_id, admitted, resumed=True, topology=None)
     sealed = seal_all(plan, scope_from, scope_to, source=source, store=store,
                       correction_revision=correction_revision, spill_dir=spill_dir, failpoint=failpoint,
@@ -83,9 +83,10 @@ class EmptyBoundary(Exception):
         self.parent_id = parent_id
 
 
-def _require_same_source(plan: CompiledPlan, scope_from: date, scope_to: date, parent_id: str, *,
-                         source: SourceSnapshotPort, store: ImmutableArtifactPort, spill_dir: Path | None) -> None:
-    pinned = admitted_frozen_parent(store, parent_id)
+def _require_same_source(plan: CompiledPlan, scope_from: date, scope_to: date, parent_id: str,
+                         parent_plan_digest: str, *, source: SourceSnapshotPort, store: ImmutableArtifactPort,
+                         spill_dir: Path | None) -> None:
+    pinned = admitted_frozen_parent(store, parent_id, parent_plan_digest)
     if pinned is None:
         return  # no topology root (admitted by an older build): the pinned plan is all there is to compare
     frozen = freeze_source(plan, scope_from, scope_to, source=source, store=store, spill_dir=spill_dir)
@@ -97,13 +98,19 @@ def _require_same_source(plan: CompiledPlan, scope_from: date, scope_to: date, p
         )
 
 
-def admitted_frozen_parent(store: ImmutableArtifactPort, parent_id: str) -> FrozenParent | None:
-    """The frozen parent the admitted topology of ``parent_id`` pins (from its gc root)."""
+def admitted_frozen_parent(store: ImmutableArtifactPort, parent_id: str,
+                           parent_plan_digest: str) -> FrozenParent | None:
+    """The frozen parent the admitted topology of ``parent_id`` pins (from its gc root).
+
+    A root is published before the admission commits, so a refused admission (an intent conflict)
+    leaves a root of its own under the same parent id: only the topology whose plan digest the
+    journal admitted is the pinned one, whatever order the store lists roots in."""
     prefix = f"{ROOT_PREFIX}{parent_id}."  # sink.artifacts.gc.root_name
     for name, digest in store.roots():
         if name.startswith(prefix):
             topology = read_document(store, digest, TOPOLOGY_SCHEMA_ID)
-            return load_frozen_parent(store, str(topology["frozen_parent_digest"]))
+            if topology.get("parent_plan_digest") == parent_plan_digest:
+                return load_frozen_parent(store, str(topology["frozen_parent_digest"]))
     return None
 
 
