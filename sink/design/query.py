@@ -12,7 +12,6 @@ import json
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,12 @@ from sink.bounded_yaml import BoundedYamlError, load_bounded_yaml, load_bounded_
 from sink.contracts.errors import ErrorCode
 from sink.contracts.state import StateTuple  # re-exported (see __all__): the contract's unit of state
 from sink.design.findings import Finding, report
-from sink.design.validated_digest import VALIDATED_CONTRACT_JSON_SHA256, VALIDATED_CONTRACT_SHA256
+from sink.design.validated_digest import (
+    BUNDLED_CONTRACT,
+    BUNDLED_CONTRACT_JSON,
+    VALIDATED_CONTRACT_JSON_SHA256,
+    VALIDATED_CONTRACT_SHA256,
+)
 
 __all__ = [
     "BUNDLED_CONTRACT",
@@ -32,16 +36,6 @@ __all__ = [
     "load_design_contract",
 ]
 
-_CONTRACT_RESOURCE = "contract.yaml"
-
-
-def bundled_contract_path() -> Path:
-    return Path(str(resources.files("sink.design").joinpath(_CONTRACT_RESOURCE)))
-
-
-BUNDLED_CONTRACT = bundled_contract_path()
-BUNDLED_CONTRACT_JSON = BUNDLED_CONTRACT.with_name("contract.json")
-"""The same document as JSON, written by ``python -m sink.design.validated_digest``."""
 
 
 class TransitionKind(StrEnum):

@@ -1,12 +1,19 @@
-"""The SHA-256 of the bundled design contract's bytes, as validated in full by the test suite.
+"""The bundled design contract's files, and the SHA-256 of their bytes as validated in full by the tests.
 
-``tests/design/test_design_validated_digest.py`` fails when ``contract.yaml`` changes and this digest
+``tests/design/test_dc_validated_digest.py`` fails when ``contract.yaml`` changes and this digest
 does not (or when the contract no longer validates), so a process may trust bytes with this digest
 without validating them again (``sink.design.query._bundled``). Regenerate after editing the
 contract: ``python -m sink.design.validated_digest``.
 """
 
 from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+BUNDLED_CONTRACT = Path(str(resources.files("sink.design").joinpath("contract.yaml")))
+BUNDLED_CONTRACT_JSON = BUNDLED_CONTRACT.with_name("contract.json")
+"""The same document as JSON, written by ``python -m sink.design.validated_digest``."""
 
 VALIDATED_CONTRACT_SHA256 = "463f3171ab22302b8c3c440ab9889abdab5b7ace2d34adf45dc737c7f05bcb6e"
 
@@ -16,8 +23,6 @@ VALIDATED_CONTRACT_JSON_SHA256 = "f4f7f362900a5a5ff963eede51b7fb8077886463efb813
 
 def current_digest() -> str:
     import hashlib  # noqa: PLC0415
-
-    from sink.design.query import BUNDLED_CONTRACT  # noqa: PLC0415
 
     return hashlib.sha256(BUNDLED_CONTRACT.read_bytes()).hexdigest()
 
@@ -36,7 +41,6 @@ def main() -> int:
     import re  # noqa: PLC0415
 
     from sink.bounded_yaml import load_bounded_yaml_file  # noqa: PLC0415
-    from sink.design.query import BUNDLED_CONTRACT, BUNDLED_CONTRACT_JSON  # noqa: PLC0415
     from sink.design.validator import validate_document  # noqa: PLC0415
 
     document = load_bounded_yaml_file(BUNDLED_CONTRACT)

@@ -12,6 +12,7 @@ import pytest
 from sink.bounded_yaml import load_bounded_yaml_file
 from sink.design import query, validator
 from sink.design.validated_digest import (
+    BUNDLED_CONTRACT_JSON,
     VALIDATED_CONTRACT_JSON_SHA256,
     VALIDATED_CONTRACT_SHA256,
     current_digest,
@@ -26,14 +27,14 @@ def test_pinned_digest_is_the_bundled_contract_and_it_validates() -> None:
 
 
 def test_json_twin_is_the_same_document_and_pinned() -> None:
-    twin = query.BUNDLED_CONTRACT_JSON.read_bytes()
+    twin = BUNDLED_CONTRACT_JSON.read_bytes()
     assert twin == json_twin(load_bounded_yaml_file(query.BUNDLED_CONTRACT))
     assert hashlib.sha256(twin).hexdigest() == VALIDATED_CONTRACT_JSON_SHA256
 
 
 def test_a_twin_that_differs_is_not_read(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     twin = tmp_path / "contract.json"
-    document = json.loads(query.BUNDLED_CONTRACT_JSON.read_bytes())
+    document = json.loads(BUNDLED_CONTRACT_JSON.read_bytes())
     document["transitions"] = document["transitions"][:1]
     twin.write_bytes(json_twin(document))
     monkeypatch.setattr(query, "BUNDLED_CONTRACT_JSON", twin)
