@@ -119,9 +119,6 @@ class AirflowStack:
             "AIRFLOW__API__HOST": "127.0.0.1",
             "AIRFLOW__API__PORT": str(api_port),
             "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_hex(32),
-            # Airflow 3.0 passes no issuer unless one is configured, and the PyJWT releases it
-            # resolves to today refuse a None issuer ("Issuer (iss) must be a string").
-            "AIRFLOW__API_AUTH__JWT_ISSUER": "restproof-acceptance",
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
             "AIRFLOW__WEBSERVER__WEB_SERVER_HOST": "127.0.0.1",
             "AIRFLOW__WEBSERVER__WEB_SERVER_PORT": str(api_port),
@@ -130,6 +127,10 @@ class AirflowStack:
             "NO_PROXY": "*", "no_proxy": "*",
             **extra_env,
         })
+        if version == (3, 0):
+            # Airflow 3.0 passes no issuer unless one is configured, and the PyJWT releases it
+            # resolves to today refuse a None issuer ("Issuer (iss) must be a string").
+            env["AIRFLOW__API_AUTH__JWT_ISSUER"] = "restproof-acceptance"
         metadata = f"host={pg_host} port={pg_port} user=postgres dbname={database} connect_timeout=10"
         return cls(venv, home, metadata, version, env, api_port)
 
