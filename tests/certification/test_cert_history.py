@@ -90,7 +90,7 @@ def test_the_canonical_form_is_json_with_the_ending_and_sorted_claims() -> None:
     assert document["requests"][0]["targets"] == [DAY1]
     assert document["fault"] == {"kind": "none", "fired": None, "detail": "no fault to fire", "target_day": None}
     assert document["completeness"] == {"proxy_log_dropped": 0, "tap_overflow": False, "ledger_read": True,
-                                        "unmatched_proxy_entries": 0}
+                                        "unmatched_proxy_entries": 0, "receiver_in_flight": 0}
     assert set(document) == {"row_id", "sink", "universe", "expected_digest", "mutation_kind", "fence_deduplicates",
                              "requests", "effects", "snapshots", "runs", "fault", "completeness", "ending"}
 
