@@ -22,9 +22,9 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mock_receiver.behaviour import Behaviour
+from mock_receiver.host_guard import is_admin_path
 from mock_receiver.problems import ProblemError
 
-ADMIN_PREFIX = "/_admin"
 SIMPLE_BODY_TYPES = frozenset({"", "application/x-www-form-urlencoded", "multipart/form-data", "text/plain"})
 READS = frozenset({"GET", "HEAD", "OPTIONS"})
 
@@ -57,7 +57,7 @@ class CrossSiteMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = str(scope.get("path", ""))
-        if scope["type"] != "http" or path == ADMIN_PREFIX or path.startswith(ADMIN_PREFIX + "/"):
+        if scope["type"] != "http" or is_admin_path(path):
             await self.app(scope, receive, send)
             return
         behaviour = self.source.behaviour

@@ -27,6 +27,13 @@ from mock_receiver.problems import ProblemError
 LOOPBACK_NAMES = ("127.0.0.1", "[::1]", "localhost")
 WILDCARD_NAMES = frozenset({"0.0.0.0", "[::]", "::", ""})  # noqa: S104 (names refused, never bound)
 ADMIN_PREFIX = "/_admin"
+
+
+def is_admin_path(path: str) -> bool:
+    """The admin API's paths: ``/_admin`` and everything under it (not ``/_administer``)."""
+    return path == ADMIN_PREFIX or path.startswith(ADMIN_PREFIX + "/")
+
+
 _NAME = r"\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+"
 _HOST = re.compile(rf"(?P<name>{_NAME})(?::(?P<port>[0-9]{{1,5}}))?\Z")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -86,4 +93,4 @@ class AdminHostGuard:
         await self.app(scope, receive, send)
 
     def _guarded(self, path: str) -> bool:
-        return not self.admin_only or path == ADMIN_PREFIX or path.startswith(ADMIN_PREFIX + "/")
+        return not self.admin_only or is_admin_path(path)

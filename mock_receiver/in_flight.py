@@ -18,7 +18,7 @@ from typing import Protocol
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-ADMIN_PREFIX = "/_admin"
+from mock_receiver.host_guard import is_admin_path
 
 
 class InFlightSink(Protocol):
@@ -32,7 +32,7 @@ class InFlightMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = str(scope.get("path", ""))
-        if scope["type"] != "http" or path == ADMIN_PREFIX or path.startswith(ADMIN_PREFIX + "/"):
+        if scope["type"] != "http" or is_admin_path(path):
             await self.app(scope, receive, send)
             return
         # One event loop runs the application: the count needs no lock.

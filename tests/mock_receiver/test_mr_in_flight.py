@@ -114,3 +114,14 @@ def test_a_held_upload_is_in_flight_until_it_ends(server: ServerProcess) -> None
     while _in_flight(server) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _in_flight(server) == 0
+
+
+def test_a_path_that_only_starts_like_admin_is_a_data_request() -> None:
+    counter = Counter()
+    seen: list[int] = []
+
+    async def app(scope: object, receive: object, send: object) -> None:
+        seen.append(counter.data_requests_in_flight)
+
+    asyncio.run(InFlightMiddleware(app, counter)(_scope("/_administer"), _noop_receive, _noop_send))  # type: ignore[arg-type]
+    assert seen == [1]
