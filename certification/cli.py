@@ -42,7 +42,7 @@ from certification.lanes import DEFAULT_LANES
 from certification.matrix import live_receiver_url
 from certification.netns import isolation_mode
 from certification.report.command import report as report_command
-from certification.scenarios import CatalogError, Row, bundled_rows, load_catalogs
+from certification.scenarios import SERVER_FAULTS, CatalogError, Row, bundled_rows, load_catalogs
 from certification.services import RuleRefused, ServiceUnavailable
 from certification.signing import SigningError, build_test_result_predicate, generate_key, load_signer, sign_artifact
 from certification.sinks import SinkFileError, SinkSpec, bundled_sinks, load_sink
@@ -57,7 +57,10 @@ register_airflow(app)
 err = Console(stderr=True)
 IDENTITY_EXAMPLES, IDENTITY_EXAMPLES_QUICK = 200, 25
 QUICK_ROWS = ("none", "cut.after_commit", "cut.request", "kill.after_commit", "status.503.retry_after",
-              "failpoint.http.submit.after_body_sent", "failpoint.journal.record_submit_result.before")
+              "failpoint.http.submit.after_body_sent", "failpoint.journal.record_submit_result.before",
+              # --journal postgres only (left out of other runs): the journal server killed under the sink.
+              "journal_kill.sigkill.journal.reserve_submitting.after",
+              "journal_kill.immediate.journal.record_submit_result.before")
 
 
 def cpu_seconds() -> float:
@@ -89,6 +92,21 @@ def _rows(catalogs: Sequence[Path], only: Sequence[str], quick: bool) -> list[Ro
             raise _fail("certify.unknown_row", f"no row {unknown[0]!r} in the catalog", 2)
         rows = [row for row in rows if row.row_id in set(only)]
     return rows
+
+
+def _rows_for_journal(rows: list[Row], choice: JournalChoice, *, named: bool) -> list[Row]:
+    """Rows that kill a journal server run where the harness owns one (``--journal postgres``): SQLite
+    has no server, and a server the caller gave is never killed. Left out with a note; named with
+    ``--only`` they are refused (exit 2)."""
+    if choice.kind == "postgres":
+        return rows
+    server_rows = [row for row in rows if row.fault.type in SERVER_FAULTS]
+    if server_rows and named:
+        raise CatalogError(f"row {server_rows[0].row_id} kills the journal server: run it with --journal postgres")
+    if server_rows:
+        err.print(f"note: {len(server_rows)} journal-server row(s) left out: they kill a throwaway PostgreSQL "
+                  "cluster (--journal postgres)", markup=False, highlight=False)
+    return [row for row in rows if row.fault.type not in SERVER_FAULTS]
 
 
 def _sinks(names: Sequence[str]) -> list[SinkSpec]:
@@ -179,6 +197,7 @@ def run(  # noqa: PLR0917 - typer options
         if worker_isolation not in ("auto", "process"):
             raise ValueError("--worker-isolation must be auto or process")
         journal_choice = parse_journal_choice(journal)
+        rows = _rows_for_journal(rows, journal_choice, named=bool(only))
     except (CatalogError, SinkFileError, JournalChoiceError) as exc:
         raise _fail("certify.invalid_input", str(exc).splitlines()[0][:400], 2) from None
     except (ValidationError, ValueError, OSError) as exc:

@@ -3,7 +3,9 @@
 The space is enumerated from the code's own lists, never typed by hand: the fault proxy's fault
 models (action x phase, from their ``Literal`` fields), the TCP proxy's toxic types x directions, the
 receiver's rule kinds and job outcomes, the reference sink's crash points, every bundled receiver
-personality with the families it serves, and the journal backends. Each row covers the cells its
+personality with the families it serves, and the journal backends. The journal server's deaths
+(crash point of a journal write x kill mode) are cells of the PostgreSQL journal only: the embedded
+SQLite journal has no server to lose. Each row covers the cells its
 fault names for its family, personality and journal. ``scenarios/fault-space.yaml`` names the
 cells left out and why: ``not_meaningful`` (excluded from the figure, with the reason) or ``not_yet``
 (counted as missing, with the reason). The figure is covered / (all - not meaningful).
@@ -22,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from certification.documents import load_yaml
 from certification.receiver_contract import read_contract
-from certification.scenarios import BUNDLED, Row, failpoints_of
+from certification.scenarios import BUNDLED, KillMode, Row, failpoints_of
 
 RECEIVERS = BUNDLED.parent / "receivers"
 EXCLUSIONS = BUNDLED.parent / "fault-space.yaml"
@@ -38,7 +40,7 @@ WIRE_FAULTS = ("connect_stall",)
 class Cell:
     dimension: str
     """``http`` (action, phase), ``tcp`` (toxic, stream), ``receiver`` (rule kind / job outcome),
-    ``crash_point`` (point), ``none``."""
+    ``crash_point`` (point), ``journal_server`` (point, kill mode), ``none``."""
     key: tuple[str, ...]
     family: str
     personality: str
@@ -111,6 +113,9 @@ def fault_space() -> list[Cell]:
                 add("receiver", receiver_cells(family))
                 add("crash_point", [(point,) for point in failpoints_of(
                     ("prepare", "journal", "submit", "poll", "summary"), family)])
+                if journal == "postgres":
+                    add("journal_server", [(point, mode) for point in failpoints_of(("journal",), family)
+                                           for mode in typing.get_args(KillMode)])
     return sorted(set(cells))
 
 
@@ -144,6 +149,8 @@ def row_cells(row: Row, journal: str) -> list[Cell]:
         keys.append(("tcp", (str(toxic.get("type")), str(toxic.get("stream", "downstream")))))
     elif fault.type == "connect_timeout":
         keys.append(("wire", ("connect_stall",)))
+    elif fault.type == "journal_kill":
+        keys.append(("journal_server", (str(fault.point), str(fault.mode))))
     return [Cell(dimension, key, row.family, personality, journal) for dimension, key in keys]
 
 

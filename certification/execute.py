@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,13 +50,23 @@ def execute(request: RunRequest, console: Console) -> tuple[list[RowOutcome], di
     try:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=console, transient=False) as progress:
-            task = progress.add_task("certify", total=len(request.rows) * len(request.sinks))
+            total = len(request.rows) * len(request.sinks)
+            task = progress.add_task("certify", total=total)
+            finished, lock = [0], threading.Lock()
+
+            def advance(done: str) -> None:  # called from every lane's thread
+                with lock:
+                    progress.update(task, advance=1, description=done)
+                    finished[0] += 1
+                    if not console.is_terminal:  # a log (CI) gets no live bar: one line per finished run
+                        console.print(f"certify: {finished[0]}/{total} {done}", markup=False, highlight=False)
+
             outcomes = run_lanes(LanePlan.matrix(request.rows, request.sinks, work_root, request.seed,
                                                  lanes=request.parallel),
                                  lambda row, work, lane_seed: family_services(row, work, lane_seed, live,
                                                                               request.isolation,
                                                                               journal=request.journal),
-                                 lambda done: progress.update(task, advance=1, description=done))
+                                 advance)
             progress.update(task, description="identity conflict matrix")
             identity = None if identity_run is None else identity_run.result()
     finally:

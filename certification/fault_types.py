@@ -10,6 +10,7 @@ from certification.faults import (
     ProxyRuleFault,
     RowFault,
 )
+from certification.journal_faults import JournalKillFault
 from certification.receiver_faults import (
     ExternalCancelFault,
     ReceiverClockFault,
@@ -24,7 +25,7 @@ FAULT_TYPES: dict[str, type[RowFault]] = {
     "hold_kill_release": HoldKillReleaseFault, "failpoint": FailpointFault,
     "receiver_rule": ReceiverRuleFault, "external_cancel": ExternalCancelFault,
     "receiver_clock": ReceiverClockFault, "connect_timeout": ConnectTimeoutFault,
-    "receiver_crash": ReceiverCrashFault, "tcp_toxic": TcpToxicFault,
+    "receiver_crash": ReceiverCrashFault, "tcp_toxic": TcpToxicFault, "journal_kill": JournalKillFault,
 }
 
 

@@ -18,7 +18,7 @@ import copy
 import hashlib
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,6 +83,15 @@ class RowFault:
     def __init__(self, spec: Fault) -> None:
         self.spec = spec
         self.notes: list[str] = []
+
+    def not_applicable(self, *, uses_journal: bool, failpoints: bool) -> str | None:
+        """Why this fault cannot act on a sink like this one (the row is N/A for it), or None."""
+        return None
+
+    def journal_arguments(self, shared: Callable[[], tuple[str, ...]] | None) -> tuple[str, ...]:
+        """The ``--journal`` arguments of a journal-using sink: the run's own journal (``shared``
+        makes one database per row-and-sink run), or nothing for the sink's embedded default."""
+        return shared() if shared is not None else ()
 
     def arm(self, ctx: FaultContext, first: Launched) -> None:
         """Before the first run leaves the launcher."""
@@ -195,6 +204,9 @@ class HoldKillReleaseFault(RowFault):
 
 class FailpointFault(RowFault):
     kind = "failpoint"
+
+    def not_applicable(self, *, uses_journal: bool, failpoints: bool) -> str | None:
+        return None if failpoints else "the sink has no failpoints"
 
     def environment(self, finishes: Sequence[Finished]) -> Mapping[str, str]:
         # Armed until a run dies on it: an async child meets its verification points only in the

@@ -152,7 +152,7 @@ def live_receiver_url(url: str) -> str:
 
 
 def _env(extra: Mapping[str, str]) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "RESTPROOF_FAILPOINT"}
+    env = {k: v for k, v in os.environ.items() if k not in ("RESTPROOF_FAILPOINT", "RESTPROOF_FAILPOINT_ACTION")}
     env.setdefault("MOCK_RECEIVER_TOKEN", "restproof-certification-token")
     env.update(extra)
     return env
@@ -169,8 +169,9 @@ class RowRunner:
             "bundle_dir": str(family.bundle_dir), "receiver_url": family.sink_url,
             "sink_dir": str(sink.base_dir or Path.cwd()),
         }
-        self.journal_args = family.journal() if family.journal is not None and sink.uses_journal() else ()
         self.fault = fault_of(row.fault)
+        self.journal_args: tuple[str, ...] = ()
+        """Set when the row starts (``run``): a fault may give the run a journal server of its own."""
         self.ctx = FaultContext(row, family.proxy, family.receiver, seed, target_day(row, seed), family.tap,
                                 family.tcp)
         self.finishes: list[Finished] = []
@@ -242,9 +243,10 @@ class RowRunner:
 
     def run(self, must_be_caught: bool) -> SinkRowResult:
         started = time.monotonic()
-        if self.row.fault.type == "failpoint" and not self.sink.failpoints:
-            return SinkRowResult(self.sink.name, self.role, NOT_APPLICABLE, None, (), None, 0.0,
-                                 ("the sink has no failpoints",))
+        not_applicable = self.fault.not_applicable(uses_journal=self.sink.uses_journal(),
+                                                   failpoints=self.sink.failpoints)
+        if not_applicable is not None:
+            return SinkRowResult(self.sink.name, self.role, NOT_APPLICABLE, None, (), None, 0.0, (not_applicable,))
         family = self.family
         if family.receiver is not None:
             family.receiver.reset()
@@ -258,6 +260,8 @@ class RowRunner:
             marker = day_marker(self.ctx.target_day, self.row.contract)
         family.tap.reset(marker)
         try:
+            if self.sink.uses_journal():
+                self.journal_args = self.fault.journal_arguments(family.journal)
             self._drive()
             return self._judge(started, must_be_caught)
         finally:

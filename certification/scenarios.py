@@ -4,7 +4,9 @@ A catalog names one family's workload, receiver personality and binding, and lis
 injected fault each (``certification.faults``) with the endings the certified sink may reach
 (``expect.end``) and the baselines that must be caught duplicating. ``expand: failpoints`` turns into
 one row per crash point of ``sink.runtime.failpoints.ALL_FAILPOINTS`` of the listed kinds, so a new
-failpoint is certified without touching the catalog.
+failpoint is certified without touching the catalog; ``expand: journal_kills`` into one row per crash
+point and kill mode where the journal server dies with the worker frozen at that point
+(``certification.journal_faults``: PostgreSQL runs only).
 
 Expectations are strict: a row lists the endings it accepts (``first_run``, ``recovery``,
 ``operator``, ``blocked``), and any ending that needs an operator or allows a blocked delivery
@@ -30,6 +32,10 @@ from sink.runtime.failpoints import ALL_FAILPOINTS, JOURNAL_WRITES, PREPARATION_
 CATALOG_SCHEMA = "restproof.fault_matrix_scenarios.v2"
 BUNDLED = Path(__file__).resolve().parents[1] / "scenarios" / "matrix"
 FailpointKind = Literal["prepare", "journal", "submit", "poll", "summary"]
+KillMode = Literal["sigkill", "immediate"]
+"""How ``journal_kill`` ends the journal server: SIGKILL to the postmaster, or ``pg_ctl -m immediate``."""
+SERVER_FAULTS = frozenset({"journal_kill"})
+"""Fault types that kill a journal server the harness owns: rows of a ``--journal postgres`` run only."""
 _ASYNC_ONLY_WRITES = frozenset({"record_continuation", "record_observation", "record_poll_result"})
 _NEVER_HIT_WRITES = frozenset({"record_retry_abandoned"})
 _NEEDS_WHY = frozenset({Ending.OPERATOR, Ending.BLOCKED})
@@ -49,7 +55,8 @@ class DayTarget(_Closed):
 
 class Fault(_Closed):
     type: Literal["none", "proxy", "proxy_kill", "hold_kill_release", "failpoint", "receiver_rule",
-                  "external_cancel", "receiver_clock", "connect_timeout", "receiver_crash", "tcp_toxic"]
+                  "external_cancel", "receiver_clock", "connect_timeout", "receiver_crash", "tcp_toxic",
+                  "journal_kill"]
     rule: dict[str, Any] | None = None
     """``proxy``: a fault-proxy rule; ``receiver_rule``: a receiver behaviour rule."""
     phase: Literal["request_headers", "request", "forwarded", "response"] | None = None
@@ -58,6 +65,8 @@ class Fault(_Closed):
     """The day whose first mutation request the fault acts on: a stated day, or one the seed picks."""
     toxic: dict[str, Any] | None = None
     """``tcp_toxic``: a Toxiproxy toxic (``type``, ``stream``, ``attributes``, ``toxicity``)."""
+    mode: KillMode | None = None
+    """``journal_kill``: how the journal server dies while the worker is frozen at ``point``."""
     once: bool = True
     """``tcp_toxic``: removed once the first connection carrying a mutation request has ended."""
     advance_seconds: tuple[float, ...] | None = Field(default=None, min_length=1, max_length=8)
@@ -67,9 +76,13 @@ class Fault(_Closed):
     @model_validator(mode="after")
     def _fields_of_type(self) -> Fault:
         needed = {"proxy": "rule", "receiver_rule": "rule", "proxy_kill": "phase", "failpoint": "point",
-                  "receiver_clock": "advance_seconds", "tcp_toxic": "toxic"}.get(self.type)
+                  "receiver_clock": "advance_seconds", "tcp_toxic": "toxic", "journal_kill": "point"}.get(self.type)
         if needed is not None and getattr(self, needed) is None:
             raise ValueError(f"a {self.type} fault needs {needed}")
+        if (self.type == "journal_kill") != (self.mode is not None):
+            raise ValueError("a journal_kill fault, and only it, names a kill mode")
+        if self.type in ("failpoint", "journal_kill") and self.point not in ALL_FAILPOINTS:
+            raise ValueError(f"{self.point!r} is not a crash point of sink.runtime.failpoints")
         if any(not 0 < step <= 10 * 365 * 86400 for step in self.advance_seconds or ()):
             raise ValueError("each clock step is above 0 and at most ten years")
         if self.target is not None and self.type not in ("proxy", "proxy_kill", "hold_kill_release"):
@@ -97,8 +110,12 @@ class RowSpec(_Closed):
 
 
 class Expansion(_Closed):
-    expand: Literal["failpoints"]
+    expand: Literal["failpoints", "journal_kills"]
     kinds: tuple[FailpointKind, ...]
+    modes: tuple[KillMode, ...] = Field(default=("sigkill",), min_length=1)
+    """``journal_kills``: each crash point once per kill mode."""
+    points: tuple[str, ...] | None = None
+    """Only these of the kinds' crash points (the critical ones), in this order."""
     expect: Expect
     overrides: dict[str, Expect] = Field(default_factory=dict)
     """Per crash point, where it needs another expectation than the expansion's."""
@@ -187,14 +204,28 @@ def load_catalog(path: Path) -> list[Row]:
             rows.append(Row(row_id=f"{prefix}.{entry.id}", fault=entry.fault, expect=entry.expect,
                             caught_duplicating=entry.caught_duplicating, **common))  # type: ignore[arg-type]
             continue
-        points = failpoints_of(entry.kinds, catalog.family)
-        unknown = sorted(set(entry.overrides) - set(points))
-        if unknown:
-            raise CatalogError(f"{path}: overrides name crash points the expansion does not make: {unknown}")
-        for point in points:
-            rows.append(Row(row_id=f"{prefix}.failpoint.{point}", fault=Fault(type="failpoint", point=point),
-                            expect=entry.overrides.get(point, entry.expect), **common))  # type: ignore[arg-type]
+        rows.extend(_expanded(path, entry, catalog.family, prefix, common))
     return rows
+
+
+def _expanded(path: Path, entry: Expansion, family: str, prefix: str, common: dict[str, Any]) -> list[Row]:
+    points = failpoints_of(entry.kinds, family)
+    if entry.points is not None:
+        outside = sorted(set(entry.points) - set(points))
+        if outside:
+            raise CatalogError(f"{path}: points the kinds do not make for this family: {outside}")
+        points = entry.points
+    unknown = sorted(set(entry.overrides) - set(points))
+    if unknown:
+        raise CatalogError(f"{path}: overrides name crash points the expansion does not make: {unknown}")
+    if entry.expand == "failpoints":
+        return [Row(row_id=f"{prefix}.failpoint.{point}", fault=Fault(type="failpoint", point=point),
+                    expect=entry.overrides.get(point, entry.expect), **common)  # type: ignore[arg-type]
+                for point in points]
+    return [Row(row_id=f"{prefix}.journal_kill.{mode}.{point}",
+                fault=Fault(type="journal_kill", point=point, mode=mode),
+                expect=entry.overrides.get(point, entry.expect), **common)  # type: ignore[arg-type]
+            for point in points for mode in entry.modes]
 
 
 def load_catalogs(paths: Sequence[Path]) -> list[Row]:

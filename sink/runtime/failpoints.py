@@ -14,6 +14,11 @@ with ``RESTPROOF_FAILPOINT=name[,name...]``; :meth:`Failpoints.from_environ` ref
 at startup (:class:`FailpointConfigError`, exit class 2 for the CLI). When an armed point is hit
 the process writes one line to stderr (unbuffered) and SIGKILLs itself: no handler, no flush, no
 cleanup runs, exactly like a machine losing power. Unarmed, ``hit`` is one falsy-set test.
+
+``RESTPROOF_FAILPOINT_ACTION=stop`` makes an armed point SIGSTOP the process instead of killing
+it: the worker freezes exactly there, and whoever launched it acts on the world (the certification
+harness kills the journal server) before it sends SIGCONT; the worker then goes on as if nothing
+happened, and meets the changed world at its next step. ``kill`` is the default.
 """
 
 from __future__ import annotations
@@ -26,9 +31,12 @@ from collections.abc import Callable, Iterable, Mapping
 from sink.preparation.failpoints import FAILPOINTS as PREPARATION_POINTS
 
 ENV_VAR = "RESTPROOF_FAILPOINT"
+ACTION_ENV_VAR = "RESTPROOF_FAILPOINT_ACTION"
+ACTIONS = ("kill", "stop")
 __all__ = [
-    "ALL_FAILPOINTS", "DISARMED", "ENV_VAR", "JOURNAL_WRITES", "PREPARATION_POINTS", "REQUEST_BOUNDARIES",
-    "REQUEST_KINDS", "FailpointConfigError", "Failpoints", "journal_point", "parse_failpoints", "request_point",
+    "ACTIONS", "ACTION_ENV_VAR", "ALL_FAILPOINTS", "DISARMED", "ENV_VAR", "JOURNAL_WRITES", "PREPARATION_POINTS",
+    "REQUEST_BOUNDARIES", "REQUEST_KINDS", "FailpointConfigError", "Failpoints", "journal_point", "parse_action",
+    "parse_failpoints", "request_point",
 ]
 
 JOURNAL_WRITES: tuple[str, ...] = (
@@ -118,6 +126,20 @@ def _sigkill_self(name: str) -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
+def _sigstop_self(name: str) -> None:
+    # Frozen until SIGCONT; nothing of the process runs meanwhile (no heartbeat, no timer).
+    os.write(2, f"restproof failpoint {name}: SIGSTOP\n".encode())
+    os.kill(os.getpid(), signal.SIGSTOP)
+
+
+def parse_action(value: str | None) -> Callable[[str], None]:
+    """What an armed point does: ``kill`` (unset or empty: the default) or ``stop``."""
+    chosen = (value or "").strip() or "kill"
+    if chosen not in ACTIONS:
+        raise FailpointConfigError(f"{ACTION_ENV_VAR} must be one of {', '.join(ACTIONS)}")
+    return _sigkill_self if chosen == "kill" else _sigstop_self
+
+
 class Failpoints:
     """The armed failpoints of one process. Injected into the supervisor and transport."""
 
@@ -133,15 +155,16 @@ class Failpoints:
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str]) -> Failpoints:
-        """Arm what ``RESTPROOF_FAILPOINT`` names (call once at startup with ``os.environ``)."""
-        return cls(parse_failpoints(environ.get(ENV_VAR)))
+        """Arm what ``RESTPROOF_FAILPOINT`` names, acting as ``RESTPROOF_FAILPOINT_ACTION`` says (call
+        once at startup with ``os.environ``)."""
+        return cls(parse_failpoints(environ.get(ENV_VAR)), kill=parse_action(environ.get(ACTION_ENV_VAR)))
 
     @property
     def armed(self) -> frozenset[str]:
         return self._armed
 
     def hit(self, name: str) -> None:
-        """Die here if ``name`` is armed. Unarmed: one test of an empty set, nothing else."""
+        """Die (or freeze) here if ``name`` is armed. Unarmed: one test of an empty set, nothing else."""
         if self._armed and name in self._armed:
             self._kill(name)
         elif self._armed and name not in _KNOWN:

@@ -95,3 +95,28 @@ def test_an_unreachable_server_is_exit_3_and_never_shows_the_password(tmp_path: 
     assert "error[certify.journal_unavailable]" in output
     assert SENTINEL not in output and "Traceback" not in output
     assert not (tmp_path / "out" / "test_artifacts").exists()
+
+
+@pytest.mark.parametrize("journal", ["sqlite", f"postgresql://certify:{SENTINEL}@127.0.0.1:1/journal"])
+def test_a_journal_server_row_named_on_a_run_without_a_throwaway_server_is_exit_2(tmp_path: Path,
+                                                                                  journal: str) -> None:
+    # SQLite has no server, and a server the caller gave is never killed.
+    row = "sync.journal_kill.sigkill.journal.reserve_submitting.after"
+    result = CliRunner().invoke(app, ["run", "--only", row, "--journal", journal, "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2, result.output
+    said = " ".join(result.output.split())  # the console wraps long lines
+    assert f"row {row} kills the journal server: run it with --journal postgres" in said
+    assert SENTINEL not in said
+    assert not (tmp_path / "out").exists()
+
+
+def test_journal_server_rows_are_left_out_of_other_runs_with_a_note() -> None:
+    from certification.cli import _rows_for_journal
+    from certification.scenarios import SERVER_FAULTS, bundled_rows
+
+    rows = bundled_rows()
+    server_rows = [row for row in rows if row.fault.type in SERVER_FAULTS]
+    assert len(server_rows) >= 32
+    kept = _rows_for_journal(rows, parse_journal_choice("sqlite"), named=False)
+    assert len(kept) == len(rows) - len(server_rows) and not any(row.fault.type in SERVER_FAULTS for row in kept)
+    assert _rows_for_journal(rows, parse_journal_choice("postgres"), named=True) == rows

@@ -75,7 +75,9 @@ def test_the_reference_sink_passes_on_a_throwaway_cluster_and_the_cluster_is_gon
     out = tmp_path / "out"
     # Rows that would collide on one journal (the second would find the first's delivery admitted),
     # and a kill: the recovery host must reach the same journal.
-    done = _certify(out, "postgres", "sync.none", "sync.cut.after_commit", "sync.kill.after_commit",
+    # And the journal server itself killed under the reference sink, on a cluster of the row's own.
+    killed = "sync.journal_kill.sigkill.journal.reserve_submitting.after"
+    done = _certify(out, "postgres", "sync.none", "sync.cut.after_commit", "sync.kill.after_commit", killed,
                     env={"TMPDIR": str(tmp)})
     assert done.returncode == 0, done.stderr[-3000:]
     summary = json.loads(done.stdout.splitlines()[-1])
@@ -85,7 +87,7 @@ def test_the_reference_sink_passes_on_a_throwaway_cluster_and_the_cluster_is_gon
         assert environment["journal"] == {"backend": "postgresql", "provided_by": "throwaway_cluster"}
         assert environment["worker_isolation"] == "fresh_process"  # a namespace cannot reach the server
     rows = {row["row_id"]: row for row in _artifact(out, "remote_effect_fault_matrix.json")["rows"]}
-    assert set(rows) == {"sync.none", "sync.cut.after_commit", "sync.kill.after_commit"}
+    assert set(rows) == {"sync.none", "sync.cut.after_commit", "sync.kill.after_commit", killed}
     for row in rows.values():
         reference = row["sinks"]["reference"]
         assert reference["verdict"] == "PASS", reference["reasons"]
@@ -93,6 +95,10 @@ def test_the_reference_sink_passes_on_a_throwaway_cluster_and_the_cluster_is_gon
         assert all(value == 0 for value in reference["counters"].values()), reference["counters"]
     assert rows["sync.cut.after_commit"]["sinks"]["naive-retry"]["verdict"] == "CAUGHT"
     assert rows["sync.kill.after_commit"]["sinks"]["reference"]["exit_codes"][0] == -signal.SIGKILL
+    # The worker met the outage (exit 3, journal unavailable) and another host finished the delivery.
+    assert rows[killed]["sinks"]["reference"]["exit_codes"] == [3, 0]
+    assert rows[killed]["sinks"]["reference"]["fault_fired"] is True
+    assert rows[killed]["sinks"]["naive-retry"]["verdict"] == "N/A"  # it keeps no journal to lose
     assert summary["fault_space"]["covered"] > 0
     assert _clusters(tmp) == []  # destroyed at the end of the run
 

@@ -12,6 +12,7 @@ import textwrap
 import pytest
 
 from sink.runtime.failpoints import (
+    ACTION_ENV_VAR,
     ALL_FAILPOINTS,
     DISARMED,
     ENV_VAR,
@@ -22,6 +23,7 @@ from sink.runtime.failpoints import (
     FailpointConfigError,
     Failpoints,
     journal_point,
+    parse_action,
     parse_failpoints,
     request_point,
 )
@@ -38,7 +40,7 @@ SCRIPT = textwrap.dedent("""
 
 
 def _run(armed: str | None, *names: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != ENV_VAR}
+    env = {k: v for k, v in os.environ.items() if k not in (ENV_VAR, ACTION_ENV_VAR)}
     if armed is not None:
         env[ENV_VAR] = armed
     return subprocess.run([sys.executable, "-c", SCRIPT, *names], env=env, capture_output=True, text=True,
@@ -175,3 +177,36 @@ def test_at_most_five_unknown_names_are_listed() -> None:
     with pytest.raises(FailpointConfigError) as constructed:
         Failpoints(names)
     assert str(constructed.value) == "unknown failpoint(s): bad.0, bad.1, bad.2, bad.3, bad.4"
+
+
+def test_stop_action_freezes_the_process_exactly_there_until_sigcont() -> None:
+    target = "journal.record_submit_result.before"
+    env = {k: v for k, v in os.environ.items() if k != ENV_VAR}
+    env.update({ENV_VAR: target, ACTION_ENV_VAR: "stop"})
+    process = subprocess.Popen([sys.executable, "-c", SCRIPT, "http.submit.before_send", target], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        status = os.waitid(os.P_PID, process.pid, os.WSTOPPED)  # blocks until the point freezes it
+        assert status is not None and status.si_code == os.CLD_STOPPED
+        os.kill(process.pid, signal.SIGCONT)
+        out, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 0  # it went on where it stopped
+    assert out.splitlines() == ["before http.submit.before_send", "after http.submit.before_send",
+                                f"before {target}", f"after {target}"]
+    assert f"restproof failpoint {target}: SIGSTOP" in err
+
+
+@pytest.mark.parametrize("value", [None, "", " kill "])
+def test_kill_is_the_default_action(value: str | None) -> None:
+    assert parse_action(value) is parse_action("kill")
+    assert parse_action("stop") is not parse_action("kill")
+
+
+@pytest.mark.parametrize("value", ["pause", "STOP", "kill,stop"])
+def test_unknown_actions_are_refused(value: str) -> None:
+    with pytest.raises(FailpointConfigError, match=ACTION_ENV_VAR):
+        parse_action(value)
+    with pytest.raises(FailpointConfigError):
+        Failpoints.from_environ({ENV_VAR: "journal.acquire_lease.before", ACTION_ENV_VAR: value})
