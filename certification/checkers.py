@@ -155,16 +155,18 @@ def _overlap(first: WireRequest, second: WireRequest) -> bool:
 
 
 def unproved_resends(history: History) -> CheckResult:
-    """A mutation request for a day after an earlier one whose bytes left the sink (so it cannot be
-    proven not started), unless both carry the same fence value to a receiver whose fence certifiably
+    """A mutation request for a day after an earlier one that left the sink whole (so it cannot be
+    proven not applied), unless both carry the same fence value to a receiver whose fence certifiably
     deduplicates it. Every request the tap recorded left the sink: a request that never did is not
-    on the wire at all."""
+    on the wire at all. An earlier request whose body never left the sink in full (the tap, in front
+    of the proxy and the receiver, saw its connection end before the framing's last byte) was never
+    a request any receiver could apply: what follows it resends nothing."""
     reasons = []
     ordered = sorted((request for request in history.requests if request.endpoint in MUTATION_ENDPOINTS),
                      key=lambda request: (request.at, request.seq))
     for index, request in enumerate(ordered):
         for earlier in ordered[:index]:
-            if not _overlap(earlier, request):
+            if not earlier.body_complete or not _overlap(earlier, request):
                 continue
             fenced = history.fence_deduplicates and request.fence is not None and request.fence == earlier.fence
             if not fenced:

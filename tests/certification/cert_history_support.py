@@ -45,11 +45,13 @@ def run(index: int = 1, exit_code: int = 0, *, kind: RunKind | None = None, clai
 
 
 def request(seq: int, targets: Sequence[str] | None = (DAY1,), *, fence: str | None = None,
-            endpoint: str = "sync_submit", at: float | None = None, run_index: int = 1) -> WireRequest:
+            endpoint: str = "sync_submit", at: float | None = None, run_index: int = 1,
+            body_complete: bool = True) -> WireRequest:
     return WireRequest(seq=seq, at=float(seq) if at is None else at, run=run_index, endpoint=endpoint, method="POST",
                        targets=None if targets is None else tuple(targets),
                        target_source="unknown" if targets is None else "range", fence=fence, head_complete=True,
-                       body_complete=True, forwarded="yes", response_delivered=True)
+                       body_complete=body_complete, forwarded="yes" if body_complete else "no",
+                       response_delivered=body_complete)
 
 
 def effect(seq: int, days: Sequence[str] = (DAY1,), *, fence: str | None = None, rows: int = 3) -> Effect:

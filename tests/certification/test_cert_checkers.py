@@ -387,6 +387,27 @@ def test_a_fenced_resend_needs_the_same_fence_as_every_earlier_request_for_its_d
     assert result.reasons[1] == f"request 3 (run 1) resent {DAY1} after request 2 without proof: another fence value"
 
 
+def test_a_request_after_one_whose_body_never_left_the_sink_whole_resends_nothing() -> None:
+    # The worker died after the head (async.failpoint.http.submit.after_headers_sent): the fence,
+    # in the multipart body, never reached the wire, and no receiver could apply the request.
+    h = history(requests=(request(1, None, body_complete=False), request(2, (DAY1,), fence="k", run_index=2)))
+    assert unproved_resends(h).status is Status.VALID
+
+
+def test_a_whole_request_before_a_cut_one_still_needs_proof_for_what_follows() -> None:
+    requests = (request(1, (DAY1,), fence="k1"), request(2, None, body_complete=False),
+                request(3, (DAY1,), fence="k2", run_index=2))
+    assert unproved_resends(history(requests=requests)).reasons == (
+        "request 2 (run 1) resent unknown days after request 1 without proof: no fence",
+        f"request 3 (run 2) resent {DAY1} after request 1 without proof: another fence value")
+
+
+def test_a_cut_request_after_a_whole_one_is_itself_a_resend() -> None:
+    # What left whole first could have been applied: a later attempt, even one cut short, resent it.
+    requests = (request(1, (DAY1,)), request(2, (DAY1,), body_complete=False))
+    assert unproved_resends(history(requests=requests)).count == 1
+
+
 def test_each_resend_counts_once_however_many_requests_came_before() -> None:
     requests = tuple(request(seq, (DAY1,)) for seq in (1, 2, 3))
     assert unproved_resends(history(requests=requests)).reasons == (
