@@ -37,6 +37,8 @@ MARK = "x-restproof-target"
 RULE_ID = "row-fault"
 RECEIVER_RULE = "row-rule"
 HOLD_WAIT_S = 60.0
+STALL_MAX_S = 20.0
+"""The longest a connect partition (``connect_timeout``) lasts while the first run is alive."""
 TERMINAL_JOB_STATES = frozenset({"complete", "incomplete", "error", "cancelled"})
 
 
@@ -225,8 +227,10 @@ class FailpointFault(RowFault):
 
 class ConnectTimeoutFault(RowFault):
     """The first run's connects never complete: the wire tap stops accepting and fills its listen queue,
-    so the kernel drops the sink's SYNs on the very address its binding names, until the first run
-    ends; recovery runs connect again."""
+    so the kernel drops the sink's SYNs on the very address its binding names. The partition lasts
+    until the first run ends, or ``STALL_MAX_S`` at most (far beyond any sink's connect timeout; a
+    sink without one, like the baselines, would otherwise hang to the run's time limit); recovery
+    runs connect again."""
 
     kind = "connect_timeout"
 
@@ -234,27 +238,35 @@ class ConnectTimeoutFault(RowFault):
         assert ctx.tap is not None
         ctx.tap.stall()
         self.seen = False
+        self._resume_lock = threading.Lock()
+        self._resumed = False
 
     def during_first_run(self, ctx: FaultContext, first: Launched) -> None:
         tap = ctx.tap
         assert tap is not None
 
         def watch() -> None:
-            while not first.exited() and not self.seen:
-                self.seen = tap.connect_hanging()
+            deadline = time.monotonic() + STALL_MAX_S
+            while not first.exited() and time.monotonic() < deadline:
+                self.seen = self.seen or tap.connect_hanging()
                 time.sleep(0.02)
+            self.restore(ctx)
 
         self.thread = threading.Thread(target=watch, daemon=True)
         self.thread.start()
 
     def before_first_reap(self, ctx: FaultContext) -> None:
         if hasattr(self, "thread"):
-            self.thread.join(timeout=10)
+            self.thread.join(timeout=STALL_MAX_S + 10)
         self.restore(ctx)
 
     def restore(self, ctx: FaultContext) -> None:
-        if ctx.tap is not None and hasattr(self, "seen"):
-            ctx.tap.resume()
+        if ctx.tap is None or not hasattr(self, "seen"):
+            return
+        with self._resume_lock:  # the watcher and the reaper may both end the partition
+            if not self._resumed:
+                ctx.tap.resume()
+                self._resumed = True
 
     def evidence(self, ctx: FaultContext, finishes: Sequence[Finished], log: Sequence[Mapping[str, Any]]
                  ) -> FaultEvidence:

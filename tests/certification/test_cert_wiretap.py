@@ -5,16 +5,22 @@ decides), and records the sink's own bytes, never the marked ones."""
 
 from __future__ import annotations
 
+import os
 import socket
 import struct
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
+from pathlib import Path
 
 import pytest
 
-from certification import wiretap
+from certification import faults, wiretap
+from certification.faults import ConnectTimeoutFault, FaultContext
 from certification.http_framing import RawRequest
+from certification.scenarios import Fault
+from certification.sinks import Invocation, Launched
 from certification.wiretap import MARKER_HEADER, WireTap
 
 TIMEOUT = 10.0
@@ -347,3 +353,25 @@ def test_when_the_sink_left_a_connection_is_recorded() -> None:
             client.shutdown(socket.SHUT_WR)
             wait_for(lambda: tap.connections()[0].client_left_at is not None, "the sink's EOF")
             assert tap.connections()[0].closed_at is None  # the proxy's side is still open
+
+
+def test_a_connect_partition_ends_after_its_longest_span_while_the_first_run_lives(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(faults, "STALL_MAX_S", 1.0)
+    with upstream_server() as server, tapped(server) as tap:
+        fault = ConnectTimeoutFault(Fault(type="connect_timeout"))
+        ctx = FaultContext(row=None, proxy=None, receiver=None, seed=0, tap=tap)  # type: ignore[arg-type]
+        first = Launched(Invocation((sys.executable, "-c", "import time; time.sleep(30)"), tmp_path, dict(os.environ)))
+        try:
+            fault.arm(ctx, first)
+            first.go()
+            fault.during_first_run(ctx, first)
+            with pytest.raises(OSError):  # partitioned: the SYN is dropped
+                socket.create_connection(tap.addresses[0], timeout=0.5).close()
+            time.sleep(1.5)  # the first run lives on, the partition has ended
+            with closing(socket.create_connection(tap.addresses[0], timeout=TIMEOUT)):
+                pass
+        finally:
+            first.kill()
+            first.wait(10)
+        assert fault.evidence(ctx, [], []).fired is True  # the hanging connect was seen
