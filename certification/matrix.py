@@ -310,9 +310,10 @@ class RowRunner:
                                       tap_overflow=tap_overflowed(family.tap.connections())),
         )
         seconds = time.monotonic() - started
+        cpu = round(sum(finish.cpu_s for finish in self.finishes), 3)
         if receiver is None:
             return SinkRowResult(self.sink.name, self.role, UNVERIFIED, None, exit_codes, history.digest(), seconds,
-                                 (UNVERIFIED_REASON,), history, history.ending())
+                                 (UNVERIFIED_REASON,), history, history.ending(), cpu_seconds=cpu)
         results = (*check_all(history), exercised(history))
         counters = Counters.of(results)
         if self.role == "certified":
@@ -320,4 +321,4 @@ class RowRunner:
         else:
             verdict, reasons = baseline_verdict(counters, must_be_caught)
         return SinkRowResult(self.sink.name, self.role, verdict, counters, exit_codes, history.digest(), seconds,
-                             reasons, history, history.ending(), results)
+                             reasons, history, history.ending(), results, cpu_seconds=cpu)

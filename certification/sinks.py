@@ -129,6 +129,9 @@ class Finished:
     ended_at: float
     timed_out: bool = False
     """The harness killed it at its time limit (a hang; never a fault of the row)."""
+    cpu_s: float = 0.0
+    """User + system CPU of the sink process (and of the children it reaped), from the kernel's
+    accounting at reaping: where a run's time goes, never a verdict."""
 
 
 def render(template: Sequence[str], values: Mapping[str, str],
@@ -213,10 +216,21 @@ class Launched:
         ended = time.time()
         if self.before_reap is not None:
             self.before_reap()
-        code = self.process.wait()
+        code, cpu = self._reap()
         self._reader.join(timeout=10)
         self._go.unlink(missing_ok=True)
-        return Finished(code, bytes(self._output).decode("utf-8", "replace"), self.started_at, ended, timed_out)
+        return Finished(code, bytes(self._output).decode("utf-8", "replace"), self.started_at, ended, timed_out,
+                        cpu)
+
+    def _reap(self) -> tuple[int, float]:
+        """Reap with wait4 (the exit status and the process's CPU in one call); Popen learns the code."""
+        try:
+            _, status, usage = os.wait4(self.pid, 0)
+        except ChildProcessError:  # already reaped by Popen itself
+            return self.process.wait(), 0.0
+        code = os.waitstatus_to_exitcode(status)
+        self.process.returncode = code
+        return code, usage.ru_utime + usage.ru_stime
 
     def kill(self) -> None:
         """SIGKILL the sink (it is unreaped, so this pid is still the sink's)."""

@@ -41,6 +41,8 @@ class SinkRowResult:
     history: History | None = field(default=None, compare=False)
     ending: Ending | None = None
     checks: tuple[CheckResult, ...] = ()
+    cpu_seconds: float = 0.0
+    """CPU of the sink's own processes on this row (``Finished.cpu_s``): where the time goes."""
 
 
 @dataclass(frozen=True, slots=True)
