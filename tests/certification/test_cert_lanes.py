@@ -16,7 +16,7 @@ import pytest
 
 from certification.checkers import Counters
 from certification.history import Ending
-from certification.lanes import LanePlan, PlanItem, RowJob, run_lanes
+from certification.lanes import LanePlan, PlanItem, RowJob, _Scheduler, run_lanes
 from certification.matrix import Family
 from certification.scenarios import Expect, Fault, Row
 from certification.services import ServiceUnavailable
@@ -118,3 +118,47 @@ def test_items_may_carry_their_own_sinks_and_roles(tmp_path: Path) -> None:
     outcomes = run_lanes(LanePlan(items, tmp_path, 3, 2), services.factory, lambda _: None, services.runner)
     assert [[(r.sink, r.role) for r in o.results] for o in outcomes] == [[("naive-retry", "baseline")],
                                                                         [("reference", "certified")]]
+
+
+def _items(counts: dict[str, int]) -> list[PlanItem]:
+    rows = [Row(row_id=f"{catalog}.r{i}", catalog=Path(f"{catalog}.yaml"), family="sync_batch",
+                workload=Path("w.yaml"), receiver=Path("r.yaml"), binding="b", scope_from="2026-03-01",
+                scope_to="2026-03-05", fault=Fault(type="none"), expect=Expect(end=(Ending.FIRST_RUN,)))
+            for catalog, count in counts.items() for i in range(count)]
+    return [PlanItem(row, ()) for row in rows]
+
+
+def test_a_lane_keeps_its_catalog_and_a_free_lane_joins_the_longest_backlog_per_lane() -> None:
+    scheduler = _Scheduler(_items({"a": 4, "b": 3, "c": 1}))
+    a, b, c = Path("a.yaml"), Path("b.yaml"), Path("c.yaml")
+
+    def take(current: Path | None) -> str:
+        job = scheduler.next(current)
+        assert job is not None
+        return job[1].row.row_id
+
+    assert take(None) == "a.r0"  # a: 4 rows, nobody on it
+    assert take(None) == "b.r0"  # a: 3 left / 2 lanes < b: 3 / 1
+    assert take(None) == "a.r1"  # a: 3/2 = 1.5 > b: 2/2 = 1 > c: 1/1; ties would go to catalog order
+    assert take(a) == "a.r2"  # a lane keeps to its catalog while it has rows
+    assert take(b) == "b.r1"
+    assert take(a) == "a.r3"
+    assert take(a) == "c.r0"  # a is drained: c (1 row, no lane) before b (1 row, 1 lane already on it)
+    assert take(b) == "b.r2"
+    assert scheduler.next(c) is None and scheduler.next(None) is None
+
+
+def test_every_item_is_handed_out_once_whatever_the_lanes_ask() -> None:
+    items = _items({"a": 7, "b": 5, "c": 3, "d": 1})
+    scheduler = _Scheduler(items)
+    lanes: list[Path | None] = [None] * 3
+    seen: list[int] = []
+    rng = random.Random(7)
+    while True:
+        lane = rng.randrange(len(lanes))
+        job = scheduler.next(lanes[lane])
+        if job is None:
+            break
+        seen.append(job[0])
+        lanes[lane] = job[1].row.catalog
+    assert sorted(seen) == list(range(len(items)))
