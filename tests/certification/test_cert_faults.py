@@ -100,8 +100,9 @@ def test_a_body_scoped_request_waits_for_its_body_then_decides() -> None:
 def test_every_fault_type_has_its_object() -> None:
     assert set(FAULT_TYPES) == set(Fault.model_fields["type"].annotation.__args__)  # type: ignore[union-attr]
     for kind, cls in FAULT_TYPES.items():
-        spec = Fault(type=kind, rule={}, phase="request", point="x", advance_seconds=(1.0,),  # type: ignore[arg-type]
-                     toxic={"type": "reset_peer"})
+        spec = Fault(type=kind, rule={}, phase="request", point="journal.reserve_submitting.after",  # type: ignore[arg-type]
+                     advance_seconds=(1.0,), toxic={"type": "reset_peer"},
+                     mode="sigkill" if kind == "journal_kill" else None)
         fault = fault_of(spec)
         assert isinstance(fault, cls) and isinstance(fault, RowFault) and fault.spec is spec
         assert fault.kind == kind

@@ -133,7 +133,9 @@ def test_rows_it_refuses(tmp_path: Path, row: dict[str, Any], where: str) -> Non
     ({"type": "connect_timeout", "target": "seeded"}, "a connect_timeout fault cannot target a day"),
     ({"type": "receiver_clock", "advance_seconds": [0]}, "each clock step is above 0 and at most ten years"),
     ({"type": "receiver_clock", "advance_seconds": [10 * 365 * 86400 + 1]}, "at most ten years"),
-    ({"type": "failpoint", "point": "x", "target": "seeded"}, "a failpoint fault cannot target a day"),
+    ({"type": "failpoint", "point": "journal.acquire_lease.after", "target": "seeded"},
+     "a failpoint fault cannot target a day"),
+    ({"type": "failpoint", "point": "x"}, "'x' is not a crash point of sink.runtime.failpoints"),
     ({"type": "receiver_rule", "rule": {}, "target": {"day": "2026-03-01"}}, "cannot target a day"),
     ({"type": "none", "target": "seeded"}, "a none fault cannot target a day"),
 ])
