@@ -46,7 +46,7 @@ from certification.scenarios import SERVER_FAULTS, CatalogError, Row, bundled_ro
 from certification.services import RuleRefused, ServiceUnavailable
 from certification.signing import SigningError, build_test_result_predicate, generate_key, load_signer, sign_artifact
 from certification.sinks import SinkFileError, SinkSpec, bundled_sinks, load_sink
-from certification.time_spent import describe, time_spent
+from certification.time_spent import describe, summary_facts, time_spent
 from certification.verdicts import RowOutcome
 from certification.verify import VerificationFailed, verify_artifact
 from certification.verify_run import verify_run
@@ -218,7 +218,7 @@ def run(  # noqa: PLR0917 - typer options
     certified = sinks[0].name
     spent = time_spent(outcomes, wall=time.monotonic() - started, cpu=cpu_seconds() - cpu_started)
     run_facts = {"fault_space": coverage([o.row for o in outcomes], journal_choice.backend).as_dict(),
-                 "seconds": spent}
+                 **summary_facts(spent)}
     paths = write_artifacts(out, outcomes, seed=seed, certified=certified, identity=identity, isolation=isolation,
                             run_facts=run_facts, journal=journal_choice.facts())
     summary = json.loads(paths["summary"].read_bytes())

@@ -39,6 +39,12 @@ def time_spent(outcomes: Sequence[RowOutcome], *, wall: float, cpu: float) -> di
     }
 
 
+def summary_facts(spent: dict[str, Any]) -> dict[str, Any]:
+    """What the summary states: ``seconds`` stays the run's wall and CPU (numbers, as readers of
+    older evidence expect), ``time_spent`` holds the whole breakdown."""
+    return {"seconds": {"wall": spent["wall"], "cpu": spent["cpu"]}, "time_spent": spent}
+
+
 def describe(spent: dict[str, Any]) -> str:
     """One paragraph for the terminal."""
     sinks = ", ".join(f"{name} {value:.0f} s" for name, value in spent["sink_cpu"].items())

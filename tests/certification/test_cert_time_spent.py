@@ -8,9 +8,10 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from certification.report.evidence import Summary
 from certification.scenarios import bundled_rows
 from certification.sinks import Invocation, Launched
-from certification.time_spent import describe, time_spent
+from certification.time_spent import describe, summary_facts, time_spent
 from certification.verdicts import RowOutcome, SinkRowResult
 
 BURN = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass\n"
@@ -50,3 +51,13 @@ def test_cpu_is_split_by_sink_and_lane_time_by_catalog() -> None:
     assert [item["row"] for item in spent["slowest_rows"]] == ["async.none", "sync.cut.request", "sync.none"]
     text = describe(spent)
     assert "12 s wall, 10 s CPU" in text and "reference 6 s" in text and "async.none 10 s" in text
+
+
+def test_the_summary_keeps_seconds_numeric_for_its_readers_and_states_the_breakdown_beside_it() -> None:
+    rows = {row.row_id: row for row in bundled_rows()}
+    spent = time_spent([RowOutcome(rows["sync.none"], (_result("reference", 2.0, 1.5),))], wall=3.0, cpu=2.0)
+    facts = summary_facts(spent)
+    assert facts["seconds"] == {"wall": 3.0, "cpu": 2.0} and facts["time_spent"] is spent
+    # The report page reads the summary: the breakdown must not break it (CI's report step did once).
+    summary = Summary.model_validate({"certified_sink": "reference", "verdict": "PASS", "valid": True, **facts})
+    assert summary.seconds == {"wall": 3.0, "cpu": 2.0}
