@@ -52,14 +52,14 @@ def execute(request: RunRequest, console: Console) -> tuple[list[RowOutcome], di
                       console=console, transient=False) as progress:
             total = len(request.rows) * len(request.sinks)
             task = progress.add_task("certify", total=total)
-            finished, lock = [0], threading.Lock()
+            lock = threading.Lock()
 
             def advance(done: str) -> None:  # called from every lane's thread
                 with lock:
                     progress.update(task, advance=1, description=done)
-                    finished[0] += 1
                     if not console.is_terminal:  # a log (CI) gets no live bar: one line per finished run
-                        console.print(f"certify: {finished[0]}/{total} {done}", markup=False, highlight=False)
+                        finished = next(int(t.completed) for t in progress.tasks if t.id == task)
+                        console.print(f"certify: {finished}/{total} {done}", markup=False, highlight=False)
 
             outcomes = run_lanes(LanePlan.matrix(request.rows, request.sinks, work_root, request.seed,
                                                  lanes=request.parallel),

@@ -31,6 +31,7 @@ from certification.sinks import Finished, Launched
 from certification.tcp_service import TcpProxy
 from certification.wire_reader import read_request
 from certification.wiretap import Marker, WireTap
+from sink.runtime.failpoints import ENV_VAR as FAILPOINT_ENV
 
 KILLED = -9
 MARK = "x-restproof-target"
@@ -39,6 +40,8 @@ RECEIVER_RULE = "row-rule"
 HOLD_WAIT_S = 60.0
 STALL_MAX_S = 20.0
 """The longest a connect partition (``connect_timeout``) lasts while the first run is alive."""
+NO_FAILPOINTS = "the sink has no failpoints"
+"""Why a crash-point fault cannot act on a sink that does not honour ``RESTPROOF_FAILPOINT``."""
 TERMINAL_JOB_STATES = frozenset({"complete", "incomplete", "error", "cancelled"})
 
 
@@ -208,13 +211,13 @@ class FailpointFault(RowFault):
     kind = "failpoint"
 
     def not_applicable(self, *, uses_journal: bool, failpoints: bool) -> str | None:
-        return None if failpoints else "the sink has no failpoints"
+        return None if failpoints else NO_FAILPOINTS
 
     def environment(self, finishes: Sequence[Finished]) -> Mapping[str, str]:
         # Armed until a run dies on it: an async child meets its verification points only in the
         # run that finds its job done, not in the first one.
         if all(finish.exit_code != KILLED for finish in finishes):
-            return {"RESTPROOF_FAILPOINT": str(self.spec.point)}
+            return {FAILPOINT_ENV: str(self.spec.point)}
         return {}
 
     def evidence(self, ctx: FaultContext, finishes: Sequence[Finished], log: Sequence[Mapping[str, Any]]

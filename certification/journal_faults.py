@@ -27,11 +27,13 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
-from certification.faults import FaultContext, RowFault
+from certification.faults import NO_FAILPOINTS, FaultContext, RowFault
 from certification.history import FaultEvidence
 from certification.scenarios import Fault
 from certification.sinks import Finished, Launched
 from sink.journal.postgres.cluster import Cluster, ClusterUnavailable, start_primary
+from sink.runtime.failpoints import ACTION_ENV_VAR as FAILPOINT_ACTION_ENV
+from sink.runtime.failpoints import ENV_VAR as FAILPOINT_ENV
 
 OUTAGE_S = 30.0
 """The longest the server stays down while the first run is alive (then it returns under it)."""
@@ -105,7 +107,7 @@ class JournalKillFault(RowFault):
     def not_applicable(self, *, uses_journal: bool, failpoints: bool) -> str | None:
         if not uses_journal:
             return "the sink keeps no journal"
-        return None if failpoints else "the sink has no failpoints"
+        return None if failpoints else NO_FAILPOINTS
 
     def journal_arguments(self, shared: Callable[[], tuple[str, ...]] | None) -> tuple[str, ...]:
         """A server of the row's own, never the run's shared one (``shared`` is not used)."""
@@ -115,7 +117,7 @@ class JournalKillFault(RowFault):
     def environment(self, finishes: Sequence[Finished]) -> Mapping[str, str]:
         if finishes:
             return {}  # the first run only: recovery runs meet the server as it came back
-        return {"RESTPROOF_FAILPOINT": str(self.spec.point), "RESTPROOF_FAILPOINT_ACTION": "stop"}
+        return {FAILPOINT_ENV: str(self.spec.point), FAILPOINT_ACTION_ENV: "stop"}
 
     def during_first_run(self, ctx: FaultContext, first: Launched) -> None:
         self.thread = threading.Thread(target=self._act, args=(first,), daemon=True)

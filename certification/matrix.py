@@ -58,6 +58,8 @@ from certification.sinks import unit_claims as parse_claims
 from certification.tcp_service import TcpProxy, tcp_proxy_process
 from certification.verdicts import NOT_APPLICABLE, UNVERIFIED, SinkRowResult, baseline_verdict, certified_verdict
 from certification.wiretap import WireTap
+from sink.runtime.failpoints import ACTION_ENV_VAR as FAILPOINT_ACTION_ENV
+from sink.runtime.failpoints import ENV_VAR as FAILPOINT_ENV
 
 MAX_RECOVERIES = 2
 LEASE_WAIT_S = 1.2
@@ -152,7 +154,7 @@ def live_receiver_url(url: str) -> str:
 
 
 def _env(extra: Mapping[str, str]) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("RESTPROOF_FAILPOINT", "RESTPROOF_FAILPOINT_ACTION")}
+    env = {k: v for k, v in os.environ.items() if k not in (FAILPOINT_ENV, FAILPOINT_ACTION_ENV)}
     env.setdefault("MOCK_RECEIVER_TOKEN", "restproof-certification-token")
     env.update(extra)
     return env

@@ -23,6 +23,7 @@ happened, and meets the changed world at its next step. ``kill`` is the default.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import signal
@@ -32,7 +33,6 @@ from sink.preparation.failpoints import FAILPOINTS as PREPARATION_POINTS
 
 ENV_VAR = "RESTPROOF_FAILPOINT"
 ACTION_ENV_VAR = "RESTPROOF_FAILPOINT_ACTION"
-ACTIONS = ("kill", "stop")
 __all__ = [
     "ACTIONS", "ACTION_ENV_VAR", "ALL_FAILPOINTS", "DISARMED", "ENV_VAR", "JOURNAL_WRITES", "PREPARATION_POINTS",
     "REQUEST_BOUNDARIES", "REQUEST_KINDS", "FailpointConfigError", "Failpoints", "journal_point", "parse_action",
@@ -120,24 +120,24 @@ def parse_failpoints(value: str | None) -> frozenset[str]:
     return frozenset(names)
 
 
-def _sigkill_self(name: str) -> None:
-    # os.write: unbuffered, so the line is out before the kill; nothing else runs after it.
-    os.write(2, f"restproof failpoint {name}: SIGKILL\n".encode())
-    os.kill(os.getpid(), signal.SIGKILL)
+def _signal_self(signum: signal.Signals, name: str) -> None:
+    # os.write: unbuffered, so the line is out before the signal. SIGKILL: nothing else runs after
+    # it. SIGSTOP: frozen until SIGCONT; nothing of the process runs meanwhile (no heartbeat, no timer).
+    os.write(2, f"restproof failpoint {name}: {signum.name}\n".encode())
+    os.kill(os.getpid(), signum)
 
 
-def _sigstop_self(name: str) -> None:
-    # Frozen until SIGCONT; nothing of the process runs meanwhile (no heartbeat, no timer).
-    os.write(2, f"restproof failpoint {name}: SIGSTOP\n".encode())
-    os.kill(os.getpid(), signal.SIGSTOP)
+_sigkill_self = functools.partial(_signal_self, signal.SIGKILL)
+_SIGNALS = {"kill": signal.SIGKILL, "stop": signal.SIGSTOP}
+ACTIONS = tuple(_SIGNALS)
 
 
 def parse_action(value: str | None) -> Callable[[str], None]:
     """What an armed point does: ``kill`` (unset or empty: the default) or ``stop``."""
     chosen = (value or "").strip() or "kill"
-    if chosen not in ACTIONS:
+    if chosen not in _SIGNALS:
         raise FailpointConfigError(f"{ACTION_ENV_VAR} must be one of {', '.join(ACTIONS)}")
-    return _sigkill_self if chosen == "kill" else _sigstop_self
+    return _sigkill_self if chosen == "kill" else functools.partial(_signal_self, _SIGNALS[chosen])
 
 
 class Failpoints:
