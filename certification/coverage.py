@@ -23,7 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from certification.documents import load_yaml
-from certification.receiver_contract import read_contract
+from certification.receiver_contract import Fence, read_contract
 from certification.scenarios import BUNDLED, KillMode, Row, failpoints_of
 
 RECEIVERS = BUNDLED.parent / "receivers"
@@ -32,6 +32,8 @@ JOURNALS = ("sqlite", "postgres")
 FAMILIES = ("sync_batch", "async_bulk_job")
 JOB_OUTCOMES = ("external_cancel", "receipt_expiry")
 RECEIVER_OUTCOMES = ("crash",)
+KEY_EXPIRY = "key_expiry"
+"""A fence key forgotten after the receiver's retention while its effect stays unknown to the sink."""
 WIRE_FAULTS = ("connect_stall",)
 """The wire tap's own faults (certification.wiretap): a connect that never completes."""
 
@@ -87,20 +89,30 @@ def receiver_cells(family: str) -> tuple[tuple[str], ...]:
 
 def personalities() -> dict[str, tuple[str, ...]]:
     """Every bundled receiver personality with the families it serves."""
-    served: dict[str, tuple[str, ...]] = {}
+    return {name: tuple(families) for name, families in _served().items()}
+
+
+def _served() -> dict[str, dict[str, Fence]]:
+    """Every bundled receiver personality: each family it serves, with that family's fence."""
+    served: dict[str, dict[str, Fence]] = {}
     for path in sorted(RECEIVERS.glob("*.yaml")):
         contract = read_contract(path)
-        families = (("sync_batch",) if contract.sync_fence is not None else ()) + (
-            ("async_bulk_job",) if contract.async_fence is not None else ())
-        served[contract.name] = families
+        fences = {"sync_batch": contract.sync_fence, "async_bulk_job": contract.async_fence}
+        served[contract.name] = {family: fence for family, fence in fences.items() if fence is not None}
     return served
+
+
+def key_expiry_cells(fence: Fence) -> tuple[tuple[str], ...]:
+    """A fence whose receiver forgets keys after a stated retention has a key-expiry cell; one that keeps
+    them for good (or keeps none) has nothing that could lapse."""
+    return ((KEY_EXPIRY,),) if fence.deduplicates and fence.retention_seconds is not None else ()
 
 
 def fault_space() -> list[Cell]:
     cells: list[Cell] = []
     http, tcp = http_cells(), tcp_cells()
-    for personality, families in personalities().items():
-        for family in families:
+    for personality, fences in _served().items():
+        for family, fence in fences.items():
             for journal in JOURNALS:
                 def add(dimension: str, keys: Iterable[tuple[str, ...]], *, f: str = family,
                         p: str = personality, j: str = journal) -> None:
@@ -111,6 +123,7 @@ def fault_space() -> list[Cell]:
                 add("tcp", tcp)
                 add("wire", [(name,) for name in WIRE_FAULTS])
                 add("receiver", receiver_cells(family))
+                add("receiver", key_expiry_cells(fence))
                 add("crash_point", [(point,) for point in failpoints_of(
                     ("prepare", "journal", "submit", "poll", "summary"), family)])
                 if journal == "postgres":
@@ -142,6 +155,8 @@ def row_cells(row: Row, journal: str) -> list[Cell]:
         keys.append(("receiver", ("external_cancel",)))
     elif fault.type == "receiver_clock":
         keys.append(("receiver", ("receipt_expiry",)))
+    elif fault.type == "retention_lapse":
+        keys.append(("receiver", (KEY_EXPIRY,)))
     elif fault.type == "receiver_crash":
         keys.append(("receiver", ("crash",)))
     elif fault.type == "tcp_toxic":

@@ -22,7 +22,7 @@ from certification.history import History
 
 KILLED = -9
 DOCUMENTED_EXITS = frozenset({0, 3, 4, 5})
-KILLING_FAULTS = frozenset({"failpoint", "proxy_kill", "hold_kill_release"})
+KILLING_FAULTS = frozenset({"failpoint", "proxy_kill", "hold_kill_release", "retention_lapse"})
 
 
 def _killed_run(history: History) -> int | None:

@@ -16,6 +16,7 @@ from certification.receiver_faults import (
     ReceiverClockFault,
     ReceiverCrashFault,
     ReceiverRuleFault,
+    RetentionLapseFault,
 )
 from certification.scenarios import Fault
 from certification.tcp_faults import TcpToxicFault
@@ -26,6 +27,7 @@ FAULT_TYPES: dict[str, type[RowFault]] = {
     "receiver_rule": ReceiverRuleFault, "external_cancel": ExternalCancelFault,
     "receiver_clock": ReceiverClockFault, "connect_timeout": ConnectTimeoutFault,
     "receiver_crash": ReceiverCrashFault, "tcp_toxic": TcpToxicFault, "journal_kill": JournalKillFault,
+    "retention_lapse": RetentionLapseFault,
 }
 
 

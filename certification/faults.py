@@ -149,10 +149,14 @@ class ProxyRuleFault(RowFault):
 class ProxyKillFault(RowFault):
     kind = "proxy_kill"
 
+    @property
+    def kill_phase(self) -> str | None:
+        return self.spec.phase
+
     def arm(self, ctx: FaultContext, first: Launched) -> None:
         self.pid = first.pid
         ctx.proxy.add_rule({"id": RULE_ID, "match": self._targeted(ctx, {"method": "POST"}), "fire": "once",
-                            "fault": {"action": "kill", "phase": self.spec.phase, "pid": first.pid}})
+                            "fault": {"action": "kill", "phase": self.kill_phase, "pid": first.pid}})
 
     def before_first_reap(self, ctx: FaultContext) -> None:
         try:
@@ -168,8 +172,8 @@ class ProxyKillFault(RowFault):
                   and note["detail"].get("pid") == getattr(self, "pid", None)]
         first = finishes[0] if finishes else None
         fired = bool(killed) and first is not None and first.exit_code == KILLED and not first.timed_out
-        detail = f"the proxy killed the first run at {self.spec.phase}" if fired else \
-            f"no kill at {self.spec.phase} of the first run" + (": it hung" if first and first.timed_out else "")
+        detail = f"the proxy killed the first run at {self.kill_phase}" if fired else \
+            f"no kill at {self.kill_phase} of the first run" + (": it hung" if first and first.timed_out else "")
         return FaultEvidence(self.kind, fired, detail, ctx.target_day)
 
 

@@ -14,9 +14,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from certification.faults import HOLD_WAIT_S, RECEIVER_RULE, TERMINAL_JOB_STATES, FaultContext, RowFault
+from certification.faults import (
+    HOLD_WAIT_S,
+    RECEIVER_RULE,
+    TERMINAL_JOB_STATES,
+    FaultContext,
+    ProxyKillFault,
+    RowFault,
+)
 from certification.history import FaultEvidence
-from certification.services import Receiver
+from certification.services import Receiver, RuleRefused
 from certification.sinks import Finished, Launched
 
 
@@ -139,3 +146,51 @@ class ReceiverCrashFault(RowFault):
         crashed = getattr(self, "crashed", False)
         return FaultEvidence(self.kind, crashed, "the receiver died after committing, before answering, and "
                              "restarted on its ledger" if crashed else "no submit reached the receiver's rule")
+
+
+LAPSE_MARGIN_S = 1.0
+"""Real time waited beyond the key retention, so the receiver has forgotten the key on any rounding."""
+
+
+class RetentionLapseFault(ProxyKillFault):
+    """The receiver keeps a fence key ``retention_seconds``; the first run is killed once the receiver
+    has committed its first mutation (the answer never reaches the sink), then real time passes beyond
+    that retention before the next run, on every clock (the sink's journal and the receiver alike).
+    A same-key resend is now a new request to the receiver, applied again: the sink must not resend
+    past its certified retention horizon."""
+
+    kind = "retention_lapse"
+
+    @property
+    def kill_phase(self) -> str:
+        return "response"
+
+    def arm(self, ctx: FaultContext, first: Launched) -> None:
+        assert ctx.receiver is not None and self.spec.retention_seconds is not None
+        self.original = ctx.receiver.behaviour()
+        changed = copy.deepcopy(self.original)
+        section = changed.get("sync" if ctx.row.family == "sync_batch" else "async_jobs") or {}
+        fence = section.get("fence")
+        if not isinstance(fence, dict):
+            raise RuleRefused("a retention lapse needs a receiver fence that keeps keys")
+        fence["retention_seconds"] = self.spec.retention_seconds  # what follows it is the personality's own
+        ctx.receiver.put_behaviour(changed)
+        super().arm(ctx, first)
+
+    def before_first_reap(self, ctx: FaultContext) -> None:
+        super().before_first_reap(ctx)
+        assert self.spec.retention_seconds is not None
+        self.lapsed_s = self.spec.retention_seconds + LAPSE_MARGIN_S
+        time.sleep(self.lapsed_s)
+
+    def restore(self, ctx: FaultContext) -> None:
+        if ctx.receiver is not None and hasattr(self, "original"):
+            ctx.receiver.put_behaviour(self.original)
+
+    def evidence(self, ctx: FaultContext, finishes: Sequence[Finished], log: Sequence[Mapping[str, Any]]
+                 ) -> FaultEvidence:
+        killed = super().evidence(ctx, finishes, log)
+        lapsed = killed.fired and hasattr(self, "lapsed_s")
+        detail = killed.detail + (f", then {self.lapsed_s:g} s passed: the receiver's {self.spec.retention_seconds:g} s"
+                                  " key retention lapsed before the next run" if lapsed else "")
+        return FaultEvidence(self.kind, bool(lapsed), detail, killed.target_day)

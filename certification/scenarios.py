@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from certification.dataset import Dataset, DatasetError, read_dataset
 from certification.documents import DocumentError, load_yaml
 from certification.history import Ending
-from certification.receiver_contract import ReceiverContract, read_contract
+from certification.receiver_contract import Fence, ReceiverContract, read_contract
 from sink.runtime.failpoints import ALL_FAILPOINTS, JOURNAL_WRITES, PREPARATION_POINTS
 
 CATALOG_SCHEMA = "restproof.fault_matrix_scenarios.v2"
@@ -34,6 +34,8 @@ BUNDLED = Path(__file__).resolve().parents[1] / "scenarios" / "matrix"
 FailpointKind = Literal["prepare", "journal", "submit", "poll", "summary"]
 KillMode = Literal["sigkill", "immediate"]
 """How ``journal_kill`` ends the journal server: SIGKILL to the postmaster, or ``pg_ctl -m immediate``."""
+LAPSE_MAX_S = 20.0
+"""The longest key retention a ``retention_lapse`` row waits out in real time between two runs."""
 SERVER_FAULTS = frozenset({"journal_kill"})
 """Fault types that kill a journal server the harness owns: rows of a ``--journal postgres`` run only."""
 _ASYNC_ONLY_WRITES = frozenset({"record_continuation", "record_observation", "record_poll_result"})
@@ -56,7 +58,7 @@ class DayTarget(_Closed):
 class Fault(_Closed):
     type: Literal["none", "proxy", "proxy_kill", "hold_kill_release", "failpoint", "receiver_rule",
                   "external_cancel", "receiver_clock", "connect_timeout", "receiver_crash", "tcp_toxic",
-                  "journal_kill"]
+                  "journal_kill", "retention_lapse"]
     rule: dict[str, Any] | None = None
     """``proxy``: a fault-proxy rule; ``receiver_rule``: a receiver behaviour rule."""
     phase: Literal["request_headers", "request", "forwarded", "response"] | None = None
@@ -67,6 +69,9 @@ class Fault(_Closed):
     """``tcp_toxic``: a Toxiproxy toxic (``type``, ``stream``, ``attributes``, ``toxicity``)."""
     mode: KillMode | None = None
     """``journal_kill``: how the journal server dies while the worker is frozen at ``point``."""
+    retention_seconds: float | None = Field(default=None, gt=0, le=LAPSE_MAX_S)
+    """``retention_lapse``: the fence key retention the receiver keeps for this row; the harness waits
+    it out in real time after the first run, so every clock (the sink's journal, the receiver) is past it."""
     once: bool = True
     """``tcp_toxic``: removed once the first connection carrying a mutation request has ended."""
     advance_seconds: tuple[float, ...] | None = Field(default=None, min_length=1, max_length=8)
@@ -76,16 +81,19 @@ class Fault(_Closed):
     @model_validator(mode="after")
     def _fields_of_type(self) -> Fault:
         needed = {"proxy": "rule", "receiver_rule": "rule", "proxy_kill": "phase", "failpoint": "point",
-                  "receiver_clock": "advance_seconds", "tcp_toxic": "toxic", "journal_kill": "point"}.get(self.type)
+                  "receiver_clock": "advance_seconds", "tcp_toxic": "toxic", "journal_kill": "point",
+                  "retention_lapse": "retention_seconds"}.get(self.type)
         if needed is not None and getattr(self, needed) is None:
             raise ValueError(f"a {self.type} fault needs {needed}")
+        if (self.type == "retention_lapse") != (self.retention_seconds is not None):
+            raise ValueError("a retention_lapse fault, and only it, names retention_seconds")
         if (self.type == "journal_kill") != (self.mode is not None):
             raise ValueError("a journal_kill fault, and only it, names a kill mode")
         if self.type in ("failpoint", "journal_kill") and self.point not in ALL_FAILPOINTS:
             raise ValueError(f"{self.point!r} is not a crash point of sink.runtime.failpoints")
         if any(not 0 < step <= 10 * 365 * 86400 for step in self.advance_seconds or ()):
             raise ValueError("each clock step is above 0 and at most ten years")
-        if self.target is not None and self.type not in ("proxy", "proxy_kill", "hold_kill_release"):
+        if self.target is not None and self.type not in ("proxy", "proxy_kill", "hold_kill_release", "retention_lapse"):
             raise ValueError(f"a {self.type} fault cannot target a day")
         return self
 
@@ -199,6 +207,7 @@ def load_catalog(path: Path) -> list[Row]:
     rows: list[Row] = []
     for entry in catalog.rows:
         if isinstance(entry, RowSpec):
+            _check_lapse(path, entry, contract.sync_fence if catalog.family == "sync_batch" else contract.async_fence)
             if isinstance(entry.fault.target, DayTarget) and entry.fault.target.day not in dataset.universe:
                 raise CatalogError(f"{path}: row {entry.id} targets {entry.fault.target.day}, outside the scope")
             rows.append(Row(row_id=f"{prefix}.{entry.id}", fault=entry.fault, expect=entry.expect,
@@ -206,6 +215,13 @@ def load_catalog(path: Path) -> list[Row]:
             continue
         rows.extend(_expanded(path, entry, catalog.family, prefix, common))
     return rows
+
+
+def _check_lapse(path: Path, entry: RowSpec, fence: Fence | None) -> None:
+    """A retention lapse acts on a receiver that keeps fence keys: without one there is no retention."""
+    if entry.fault.type == "retention_lapse" and (fence is None or not fence.deduplicates):
+        raise CatalogError(f"{path}: row {entry.id} lets a key retention lapse, but the receiver keeps no fence keys "
+                           "for this family")
 
 
 def _expanded(path: Path, entry: Expansion, family: str, prefix: str, common: dict[str, Any]) -> list[Row]:

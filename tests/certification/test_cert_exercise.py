@@ -25,7 +25,7 @@ def _reasons(kind: str, codes: tuple[int, ...], fired: bool | None = True) -> tu
 def test_the_constants_are_the_documented_ones() -> None:
     assert KILLED == -9
     assert frozenset({0, 3, 4, 5}) == DOCUMENTED_EXITS
-    assert frozenset({"failpoint", "proxy_kill", "hold_kill_release"}) == KILLING_FAULTS
+    assert frozenset({"failpoint", "proxy_kill", "hold_kill_release", "retention_lapse"}) == KILLING_FAULTS
 
 
 def test_a_clean_row_is_valid() -> None:
@@ -61,7 +61,7 @@ def test_a_crash_point_may_kill_a_later_run() -> None:
     assert _reasons("failpoint", (4, KILLED, 1)) == (f"run 3 exited 1: {CRASH}",)
 
 
-@pytest.mark.parametrize("kind", ["proxy_kill", "hold_kill_release"])
+@pytest.mark.parametrize("kind", ["proxy_kill", "hold_kill_release", "retention_lapse"])
 def test_a_harness_kill_is_exempt_only_on_the_first_run(kind: str) -> None:
     assert _reasons(kind, (0, KILLED, 0)) == (f"run 2 exited {KILLED}: {CRASH}",)
 

@@ -102,13 +102,15 @@ def test_every_fault_type_has_its_object() -> None:
     for kind, cls in FAULT_TYPES.items():
         spec = Fault(type=kind, rule={}, phase="request", point="journal.reserve_submitting.after",  # type: ignore[arg-type]
                      advance_seconds=(1.0,), toxic={"type": "reset_peer"},
-                     mode="sigkill" if kind == "journal_kill" else None)
+                     mode="sigkill" if kind == "journal_kill" else None,
+                     retention_seconds=5.0 if kind == "retention_lapse" else None)
         fault = fault_of(spec)
         assert isinstance(fault, cls) and isinstance(fault, RowFault) and fault.spec is spec
         assert fault.kind == kind
 
 
-@pytest.mark.parametrize("kind", ["proxy", "proxy_kill", "hold_kill_release"])
+@pytest.mark.parametrize("kind", ["proxy", "proxy_kill", "hold_kill_release", "retention_lapse"])
 def test_the_fault_types_that_can_target_a_day(kind: str) -> None:
-    fault = Fault(type=kind, rule={}, phase="request", target="seeded")  # type: ignore[arg-type]
+    fault = Fault(type=kind, rule={}, phase="request", target="seeded",  # type: ignore[arg-type]
+                  retention_seconds=5.0 if kind == "retention_lapse" else None)
     assert target_day(dataclasses.replace(SEEDED, fault=fault), 3) == target_day(SEEDED, 3)
