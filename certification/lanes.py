@@ -147,7 +147,7 @@ def run_lanes(plan: LanePlan, factory: FamilyFactory, progress: Progress, runner
     stop = threading.Event()
     lock = threading.Lock()
 
-    def lane_main(lane: _Lane) -> None:
+    def lane_main(lane: _Lane, closed: threading.Event) -> None:
         try:
             while not stop.is_set():
                 job = jobs.next(lane.catalog)
@@ -175,20 +175,41 @@ def run_lanes(plan: LanePlan, factory: FamilyFactory, progress: Progress, runner
             except BaseException as exc:  # a service that will not stop is an error too
                 with lock:
                     errors.append(exc)
+            finally:
+                closed.set()
 
     count = max(1, min(plan.lanes, len(plan.items)))
-    threads = [threading.Thread(target=lane_main, args=(_Lane(i, plan, factory),), name=f"certify-lane{i}")
+    closed = [threading.Event() for _ in range(count)]
+    threads = [threading.Thread(target=lane_main, args=(_Lane(i, plan, factory), closed[i]), name=f"certify-lane{i}")
                for i in range(count)]
-    for thread in threads:
-        thread.start()
     try:
         for thread in threads:
-            thread.join()
+            thread.start()
+        _until_closed(closed)
     except KeyboardInterrupt:
         stop.set()  # each lane finishes its current sink run, then stops its services
-        for thread in threads:
-            thread.join()
+        for thread, event in zip(threads, closed, strict=True):
+            if thread.ident is None:  # never started: nothing to close
+                event.set()
+        _until_closed(closed, interruptible=False)
         raise
+    for thread in threads:
+        thread.join()
     if errors:
         raise errors[0]
     return [results[index] for index in range(len(plan.items))]
+
+
+def _until_closed(closed: Sequence[threading.Event], *, interruptible: bool = True) -> None:
+    """Wait until every lane has stopped its services. Never ``Thread.join`` here: a join that Ctrl-C
+    interrupts can leave CPython (3.11) believing the thread ended, and the process then exits with
+    the lane's receiver and proxy still running. After the first Ctrl-C a further one is not allowed
+    to cut the wait short, for the same reason: each lane ends within its current sink run's limit."""
+    for event in closed:
+        while True:
+            try:
+                if event.wait(0.5):
+                    break
+            except KeyboardInterrupt:
+                if interruptible:
+                    raise

@@ -4,6 +4,7 @@ a matrix is the certified one, whatever its file says."""
 
 from __future__ import annotations
 
+import _thread
 import random
 import threading
 import time
@@ -162,3 +163,32 @@ def test_every_item_is_handed_out_once_whatever_the_lanes_ask() -> None:
         seen.append(job[0])
         lanes[lane] = job[1].row.catalog
     assert sorted(seen) == list(range(len(items)))
+
+
+@pytest.mark.parametrize("second_interrupt", [False, True])
+def test_ctrl_c_returns_only_once_every_lane_has_stopped_its_services(tmp_path: Path,
+                                                                      second_interrupt: bool) -> None:
+    # Ctrl-C arrives while lanes are inside a sink run (and, once, again while they wind down): the
+    # run must not return before each lane stopped its services, or a receiver outlives certify.
+    services = Services()
+    started = threading.Event()
+
+    def slow_runner(family: Family, job: RowJob) -> SinkRowResult:
+        started.set()
+        time.sleep(0.6)
+        return services.runner(family, job)
+
+    def interrupt() -> None:
+        started.wait(10)
+        _thread.interrupt_main()
+        if second_interrupt:
+            time.sleep(0.2)
+            _thread.interrupt_main()
+
+    timer = threading.Thread(target=interrupt)
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        run_lanes(LanePlan.matrix(_rows(), SINKS, tmp_path, 1, lanes=3), services.factory, lambda _: None, slow_runner)
+    timer.join()
+    assert services.open == {}  # every lane's services were stopped before run_lanes raised
+    assert 0 < len(services.opened) <= 3  # no lane took another row after the interrupt

@@ -69,6 +69,19 @@ def _clusters(tmp: Path) -> list[Path]:
     return sorted(tmp.glob("restproof-pg-certify-*"))
 
 
+def _processes_under(tmp: Path) -> list[str]:
+    """Command lines of live processes that name a path under ``tmp`` (the run's receiver and proxies)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if entry.name.isdigit() and str(tmp) in command:
+            found.append(command)
+    return found
+
+
 def test_the_reference_sink_passes_on_a_throwaway_cluster_and_the_cluster_is_gone(tmp_path: Path,
                                                                                    short_tmp: Path) -> None:
     tmp = short_tmp
@@ -159,3 +172,4 @@ def test_ctrl_c_stops_the_run_and_destroys_its_cluster(tmp_path: Path, short_tmp
     assert process.returncode != 0
     assert "Traceback" not in stderr
     assert _clusters(tmp) == []
+    assert _processes_under(tmp) == []  # the lane's receiver and proxy stopped with it
