@@ -36,6 +36,14 @@ def test_loading_the_cli_imports_no_sink_layer_and_no_heavy_dependency() -> None
     assert {"sink.cli.runtime_commands", "sink.cli.operator_commands", "typer"} <= loaded
 
 
+def test_the_sink_never_loads_httpx_command_line_client() -> None:
+    # httpx's package imports its CLI (click, rich, pygments) unless it cannot: a sink process that
+    # delivers needs httpx itself, never that client.
+    loaded = _modules_after("import sink.cli, sink.runtime.composition, httpx; httpx.Client().close()")
+    assert "httpx" in loaded and "sink.transport.httpx_transport" in loaded
+    assert not {"rich", "pygments", "click"} & loaded
+
+
 def test_building_the_command_tree_imports_no_sink_layer() -> None:
     # Typer resolves every command's annotations when it builds the click command: the option types
     # must not pull the sink in either.
