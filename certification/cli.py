@@ -244,7 +244,8 @@ def run(  # noqa: PLR0917 - typer options
         space = summary["fault_space"]
         Console().print(f"verdict: {summary['verdict']} ({len(outcomes)} rows, {predicate['seconds']} s wall, "
                         f"{summary['seconds']['cpu']} s CPU); fault-space coverage {space['coverage']:.1%} "
-                        f"({space['covered']} of {space['meaningful']} meaningful cells); "
+                        f"({space['covered']} of {space['meaningful']} meaningful cells; "
+                        f"{space['journal_coverage']:.1%} of this journal's {space['journal_meaningful']}); "
                         f"journal {journal_choice.facts()['backend']}; evidence in {paths['matrix'].parent}",
                         markup=False, highlight=False)
         Console().print(describe(spent), markup=False, highlight=False)

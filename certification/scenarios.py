@@ -119,6 +119,9 @@ class RowSpec(_Closed):
 
 class Expansion(_Closed):
     expand: Literal["failpoints", "journal_kills"]
+    id: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9_-]{0,30}$")
+    """Put before each expanded row's name (``sync.<id>.failpoint.<point>``), so two catalogs of one
+    family can expand the same crash points without their row ids colliding."""
     kinds: tuple[FailpointKind, ...]
     modes: tuple[KillMode, ...] = Field(default=("sigkill",), min_length=1)
     """``journal_kills``: each crash point once per kill mode."""
@@ -234,6 +237,8 @@ def _expanded(path: Path, entry: Expansion, family: str, prefix: str, common: di
     unknown = sorted(set(entry.overrides) - set(points))
     if unknown:
         raise CatalogError(f"{path}: overrides name crash points the expansion does not make: {unknown}")
+    if entry.id is not None:
+        prefix = f"{prefix}.{entry.id}"
     if entry.expand == "failpoints":
         return [Row(row_id=f"{prefix}.failpoint.{point}", fault=Fault(type="failpoint", point=point),
                     expect=entry.overrides.get(point, entry.expect), **common)  # type: ignore[arg-type]

@@ -82,6 +82,9 @@ class FaultSpace(_Open):
     meaningful: int = 0
     covered: int = 0
     coverage: float = 0.0
+    journal: str = ""
+    journal_meaningful: int = 0
+    journal_coverage: float = 0.0
     not_yet: list[NotYet] = []
     unexplained_count: int = 0
 

@@ -59,7 +59,9 @@ certified sink <code>{{ certified }}</code> · {{ rows|length }} rows × {{ sink
 {% if space %}<h2 id="coverage">Fault-space coverage</h2>
 <p class="meta"><b>{{ '%.1f'|format(space.coverage * 100) }} %</b>: {{ space.covered }} of {{ space.meaningful }}
 meaningful combinations have a row ({{ space.cells }} enumerated from the code's own lists; the others are
-not meaningful, with their reason in <code>scenarios/fault-space.yaml</code>){% if seconds %} · run
+not meaningful, with their reason in <code>scenarios/fault-space.yaml</code>){% if space.journal_meaningful %};
+{{ '%.1f'|format(space.journal_coverage * 100) }} % of the {{ space.journal }} journal's {{ space.journal_meaningful }},
+the most one run can cover{% endif %}{% if seconds %} · run
 {{ seconds.wall }} s wall, {{ seconds.cpu }} s CPU{% endif %}.</p>
 {% if space.not_yet %}<table id="not-yet"><thead><tr><th>not yet covered, and why</th><th>cells</th></tr></thead><tbody>
 {% for item in space.not_yet %}<tr><td>{{ item.why }}</td><td>{{ item.cells }}</td></tr>{% endfor %}</tbody></table>{% endif %}

@@ -99,11 +99,12 @@ def bench_document() -> dict[str, Any]:
 
 
 def make_run(root: Path, *, hostile: bool = True, bench: bool = True, failing: bool = True,
-             key: Path | None = None) -> Path:
+             key: Path | None = None, run_facts: dict[str, Any] | None = None) -> Path:
     """A signed run directory at ``root`` (its key pair in ``root/keys`` unless ``key`` is given);
     ``failing``: the reference sink duplicates on the second row (FAIL)."""
     private = key or generate_key(root / "keys").private
-    paths = write_artifacts(root, outcomes(hostile=hostile, failing=failing), seed=0, certified="reference")
+    paths = write_artifacts(root, outcomes(hostile=hostile, failing=failing), seed=0, certified="reference",
+                            run_facts=run_facts)
     signer = load_signer(private)
     for name in ("matrix", "summary"):
         sign_artifact(paths[name], signer, predicate={"verdict": "FAIL"}, test_result=build_test_result_predicate(

@@ -17,8 +17,10 @@ from typer.testing import CliRunner
 
 from certification.canonical_json import canonical_bytes, with_content_digest
 from certification.cli import app
+from certification.coverage import coverage
 from certification.gate import ARTIFACTS
 from certification.history_artifacts import history_path
+from certification.scenarios import bundled_rows
 
 runner = CliRunner()
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"  # the brief's policy, spelled out
@@ -253,3 +255,16 @@ def test_history_files_are_found_by_safe_names_only(tmp_path: Path, name: str) -
     assert history_path(tmp_path, name, "reference") is None
     assert history_path(tmp_path, "sync.none", name) is None
     assert history_path(tmp_path, "sync.none", "reference") == tmp_path / "histories" / "sync.none" / "reference.json"
+
+
+def test_the_coverage_section_states_the_figure_and_this_journals_share(tmp_path: Path) -> None:
+    # The summary's fault_space as the run writes it (certification.coverage), read by the page.
+    rows = [row for row in bundled_rows() if row.row_id.startswith("sync.")][:3]
+    facts = {"fault_space": coverage(rows, "sqlite").as_dict(), "seconds": {"wall": 12.0, "cpu": 20.5}}
+    run = make_run(tmp_path / "run", hostile=False, bench=False, run_facts=facts)
+    code, _, page = _report(run)
+    space = facts["fault_space"]
+    assert code == 0 and page
+    assert f"{space['covered']} of {space['meaningful']}" in page
+    assert f"of the sqlite journal's {space['journal_meaningful']}" in page
+    assert "a run covers one journal; the postgres journal" in page  # the not-yet table with its reasons
