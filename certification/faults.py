@@ -200,6 +200,7 @@ class HoldKillReleaseFault(RowFault):
         while not first.exited():
             time.sleep(0.01)
         self.killed_while_held = True
+        _until_the_tap_passed_the_close(ctx.tap)
         for hold in held:
             ctx.proxy.release(str(hold["hold_id"]))  # ... and the request reaches the receiver after all
         time.sleep(0.3)
@@ -209,6 +210,17 @@ class HoldKillReleaseFault(RowFault):
         fired = getattr(self, "killed_while_held", False)
         return FaultEvidence(self.kind, fired, "the first run was killed with its request held, then released"
                              if fired else "no request was held before the first run ended", ctx.target_day)
+
+
+def _until_the_tap_passed_the_close(tap: WireTap | None, timeout_s: float = 5.0) -> None:
+    """The dead worker's connections end at the wire tap, which then closes its side towards the
+    proxy. Released before the proxy reads that close, a held request would be forwarded as a live
+    client's, and dropped when the close arrives: the bytes would never reach the receiver."""
+    if tap is None:
+        return
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and any(c.client_left_at is None for c in tap.connections()):
+        time.sleep(0.01)
 
 
 class FailpointFault(RowFault):

@@ -101,6 +101,16 @@ def _client_gone(flow: http.HTTPFlow) -> bool:
     return not (flow.client_conn.state & ConnectionState.CAN_READ)
 
 
+async def _settle_client(flow: http.HTTPFlow, grace_s: float = 0.25) -> None:
+    """A held request is often released just after its client was killed, before mitmproxy has read
+    the close. Forwarded as a live client's, the flow would be dropped when the close arrives and the
+    bytes would never reach the upstream; a short grace lets the close register first, so the
+    departed client's request is delivered by ``forward_orphan``. A live client waits ``grace_s``."""
+    deadline = asyncio.get_running_loop().time() + grace_s
+    while not _client_gone(flow) and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.01)
+
+
 def _problem_body(status: int) -> str:
     reason = status_codes.RESPONSES.get(status, "Error")
     return f'{{"type":"about:blank","title":"{reason}","status":{status}}}'
@@ -346,6 +356,8 @@ class FaultAddon:
         if decision == "cut":
             self._close(flow, fs)
             return False
+        if fault.phase == "request" and decision == "release":
+            await _settle_client(flow)
         if _client_gone(flow) and fault.phase == "request":
             await forward_orphan(flow.request, record)  # the bytes reach the receiver after all
             self._close(flow, fs)

@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -274,3 +275,24 @@ def test_a_held_request_whose_client_died_still_reaches_the_receiver_when_releas
     entry = entry_for(fresh, lambda e: e["path"] == f"/held/{tid}" and e.get("upstream_status") is not None)
     assert entry["forwarded"] == "yes" and entry["upstream_status"] == 200
     assert "delivered the released request" in entry["error"]
+
+
+def test_a_held_request_whose_client_died_just_before_the_release_still_reaches_the_receiver(
+        fresh: RunningProxy) -> None:
+    # The harness kills the worker and releases at once: the proxy may not have read the close yet.
+    # The held bytes must reach the receiver whichever it notices first (hold_kill_release rows).
+    address = urlsplit(fresh.proxy_url)
+    for _ in range(12):
+        fresh.control.add_rule({"fire": "once", "fault": {"action": "hold", "phase": "request"}})
+        tid = new_test_id()
+        body = b"{}"
+        client = socket.create_connection((str(address.hostname), int(address.port or 80)), timeout=5)
+        client.sendall(f"POST /held/{tid} HTTP/1.1\r\nHost: {address.netloc}\r\n{TEST_ID}: {tid}\r\n"
+                       f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        (held,) = fresh.control.wait_for_held()
+        client.close()  # the worker is gone ...
+        fresh.control.release(held["hold_id"])  # ... and released before the proxy may have noticed
+        deadline = time.monotonic() + 5
+        while not fresh.upstream.saw(tid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert len(fresh.upstream.saw(tid)) == 1
