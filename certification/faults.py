@@ -207,9 +207,19 @@ class HoldKillReleaseFault(RowFault):
 
     def evidence(self, ctx: FaultContext, finishes: Sequence[Finished], log: Sequence[Mapping[str, Any]]
                  ) -> FaultEvidence:
-        fired = getattr(self, "killed_while_held", False)
-        return FaultEvidence(self.kind, fired, "the first run was killed with its request held, then released"
-                             if fired else "no request was held before the first run ended", ctx.target_day)
+        if not getattr(self, "killed_while_held", False):
+            return FaultEvidence(self.kind, False, "no request was held before the first run ended", ctx.target_day)
+        # The fault is the held bytes reaching the receiver after their worker died: the proxy's log
+        # must show the released request forwarded, or the row tested a plain kill.
+        delivered = [entry for entry in _fired_entries(log, RULE_ID) if entry.get("forwarded") == "yes"
+                     and any(isinstance(note, dict) and note.get("action") == "hold"
+                             and isinstance(note.get("detail"), dict) and note["detail"].get("decision") == "release"
+                             for note in entry.get("faults") or ())]
+        if not delivered:
+            return FaultEvidence(self.kind, False, "the first run was killed with its request held, but the "
+                                 "released request never reached the receiver", ctx.target_day)
+        return FaultEvidence(self.kind, True, "the first run was killed with its request held, then released "
+                             "to the receiver", ctx.target_day)
 
 
 def _until_the_tap_passed_the_close(tap: WireTap | None, timeout_s: float = 5.0) -> None:

@@ -9,7 +9,7 @@ import dataclasses
 import pytest
 
 from certification.fault_types import FAULT_TYPES, fault_of
-from certification.faults import RowFault, day_marker, target_day
+from certification.faults import FaultContext, RowFault, day_marker, target_day
 from certification.http_framing import RawRequest, RequestFramer
 from certification.scenarios import DayTarget, Fault, Row, bundled_rows
 
@@ -114,3 +114,21 @@ def test_the_fault_types_that_can_target_a_day(kind: str) -> None:
     fault = Fault(type=kind, rule={}, phase="request", target="seeded",  # type: ignore[arg-type]
                   retention_seconds=5.0 if kind == "retention_lapse" else None)
     assert target_day(dataclasses.replace(SEEDED, fault=fault), 3) == target_day(SEEDED, 3)
+
+
+def _hold_entry(decision: str, forwarded: str, rule_id: str = "row-fault") -> dict[str, object]:
+    return {"forwarded": forwarded, "faults": [{"rule_id": rule_id, "action": "hold", "phase": "request",
+                                                "detail": {"hold_id": "h1", "decision": decision}}]}
+
+
+def test_hold_kill_release_fired_only_when_the_released_request_reached_the_receiver() -> None:
+    fault = fault_of(Fault(type="hold_kill_release"))
+    ctx = FaultContext(row=SEEDED, proxy=None, receiver=None, seed=0)  # type: ignore[arg-type]
+    assert fault.evidence(ctx, (), [_hold_entry("release", "yes")]).fired is False  # nothing was killed
+    fault.killed_while_held = True  # type: ignore[attr-defined]
+    delivered = fault.evidence(ctx, (), [_hold_entry("release", "yes")])
+    assert delivered.fired is True and "released to the receiver" in delivered.detail
+    for log in ([_hold_entry("release", "no")], [_hold_entry("release", "attempted")], [_hold_entry("cut", "yes")],
+                [_hold_entry("release", "yes", rule_id="another")], []):
+        lost = fault.evidence(ctx, (), log)
+        assert lost.fired is False and "never reached the receiver" in lost.detail
