@@ -259,18 +259,16 @@ def coverage(rows: Sequence[Row], journal: str, exclusions: Sequence[Exclusion] 
     space = fault_space()
     rules = load_exclusions() if exclusions is None else exclusions
     covered = {cell for row in rows for cell in row_cells(row, journal)} & set(space)
-    not_meaningful, unexplained, journal_meaningful = 0, [], 0
+    not_meaningful, unexplained = 0, []
     not_yet: dict[str, int] = {}
     for cell in space:
-        rule = _excluded(cell, rules)
-        if cell.journal == journal and (cell in covered or rule is None or rule.kind != "not_meaningful"):
-            journal_meaningful += 1
         if cell in covered:
             continue
         if cell.journal != journal:  # a run has one journal: the other's cells wait for a run on it
             why = OTHER_JOURNAL.format(journal=cell.journal, command=JOURNAL_RUNS[cell.journal])
             not_yet[why] = not_yet.get(why, 0) + 1
             continue
+        rule = _excluded(cell, rules)
         if rule is not None and rule.kind == "not_meaningful":
             not_meaningful += 1
         elif rule is not None:
@@ -278,4 +276,6 @@ def coverage(rows: Sequence[Row], journal: str, exclusions: Sequence[Exclusion] 
         else:
             unexplained.append(cell.name())
     return Coverage(len(space), not_meaningful, len(covered), tuple(sorted(not_yet.items())),
-                    tuple(unexplained[:50]), len(unexplained), journal, journal_meaningful)
+                    tuple(unexplained[:50]), len(unexplained), journal,
+                    # only this journal's cells can be not meaningful: the other's never reach a rule
+                    sum(1 for cell in space if cell.journal == journal) - not_meaningful)
