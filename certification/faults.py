@@ -130,6 +130,12 @@ def _fired_entries(log: Sequence[Mapping[str, Any]], rule_id: str) -> list[Mappi
             if any(isinstance(note, dict) and note.get("rule_id") == rule_id for note in entry.get("faults") or ())]
 
 
+def _details(entry: Mapping[str, Any], action: str) -> list[Mapping[str, Any]]:
+    """The details of an entry's fault notes of one action (the proxy's log: kill, hold ...)."""
+    return [note["detail"] for note in entry.get("faults") or ()
+            if isinstance(note, dict) and note.get("action") == action and isinstance(note.get("detail"), dict)]
+
+
 class ProxyRuleFault(RowFault):
     kind = "proxy"
 
@@ -166,10 +172,8 @@ class ProxyKillFault(RowFault):
 
     def evidence(self, ctx: FaultContext, finishes: Sequence[Finished], log: Sequence[Mapping[str, Any]]
                  ) -> FaultEvidence:
-        killed = [note for entry in _fired_entries(log, RULE_ID) for note in entry.get("faults") or ()
-                  if isinstance(note, dict) and note.get("action") == "kill"
-                  and isinstance(note.get("detail"), dict) and note["detail"].get("result") == "killed"
-                  and note["detail"].get("pid") == getattr(self, "pid", None)]
+        killed = [detail for entry in _fired_entries(log, RULE_ID) for detail in _details(entry, "kill")
+                  if detail.get("result") == "killed" and detail.get("pid") == getattr(self, "pid", None)]
         first = finishes[0] if finishes else None
         fired = bool(killed) and first is not None and first.exit_code == KILLED and not first.timed_out
         detail = f"the proxy killed the first run at {self.kill_phase}" if fired else \
@@ -212,9 +216,7 @@ class HoldKillReleaseFault(RowFault):
         # The fault is the held bytes reaching the receiver after their worker died: the proxy's log
         # must show the released request forwarded, or the row tested a plain kill.
         delivered = [entry for entry in _fired_entries(log, RULE_ID) if entry.get("forwarded") == "yes"
-                     and any(isinstance(note, dict) and note.get("action") == "hold"
-                             and isinstance(note.get("detail"), dict) and note["detail"].get("decision") == "release"
-                             for note in entry.get("faults") or ())]
+                     and any(detail.get("decision") == "release" for detail in _details(entry, "hold"))]
         if not delivered:
             return FaultEvidence(self.kind, False, "the first run was killed with its request held, but the "
                                  "released request never reached the receiver", ctx.target_day)

@@ -27,21 +27,29 @@ from certification.services import Receiver, RuleRefused
 from certification.sinks import Finished, Launched
 
 
-class ReceiverRuleFault(RowFault):
+class _ChangesBehaviour(RowFault):
+    """A fault that changes the receiver's behaviour for the row, and puts the original back after it."""
+
+    def _behaviour_to_change(self, receiver: Receiver) -> dict[str, Any]:
+        """A copy of the receiver's behaviour to change; the original is kept for ``restore``."""
+        self.original = receiver.behaviour()
+        return copy.deepcopy(self.original)
+
+    def restore(self, ctx: FaultContext) -> None:
+        if ctx.receiver is not None and hasattr(self, "original"):
+            ctx.receiver.put_behaviour(self.original)
+
+
+class ReceiverRuleFault(_ChangesBehaviour):
     """A receiver-side outcome: a behaviour rule (a failed job, a partial batch, a synthetic status)."""
 
     kind = "receiver_rule"
 
     def arm(self, ctx: FaultContext, first: Launched) -> None:
         assert ctx.receiver is not None
-        self.original = ctx.receiver.behaviour()
-        changed = copy.deepcopy(self.original)
+        changed = self._behaviour_to_change(ctx.receiver)
         changed["rules"] = [*changed.get("rules", []), {**(self.spec.rule or {}), "name": RECEIVER_RULE}]
         ctx.receiver.put_behaviour(changed)
-
-    def restore(self, ctx: FaultContext) -> None:
-        if ctx.receiver is not None and hasattr(self, "original"):
-            ctx.receiver.put_behaviour(self.original)
 
     def evidence(self, ctx: FaultContext, finishes: Sequence[Finished], log: Sequence[Mapping[str, Any]]
                  ) -> FaultEvidence:
@@ -109,7 +117,7 @@ class ReceiverClockFault(_WatchedJobFault):
         return True
 
 
-class ReceiverCrashFault(RowFault):
+class ReceiverCrashFault(_ChangesBehaviour):
     """The receiver commits the first submit, then dies before answering (SIGKILL while a rule holds
     its answer back) and comes back on its durable ledger, same ports."""
 
@@ -117,9 +125,8 @@ class ReceiverCrashFault(RowFault):
 
     def arm(self, ctx: FaultContext, first: Launched) -> None:
         assert ctx.receiver is not None
-        self.original = ctx.receiver.behaviour()
         endpoint = "sync_submit" if ctx.row.family == "sync_batch" else "async_submit"
-        changed = copy.deepcopy(self.original)
+        changed = self._behaviour_to_change(ctx.receiver)
         changed["rules"] = [*changed.get("rules", []), {
             "name": RECEIVER_RULE, "match": {"endpoints": [endpoint]}, "when": {"nth": [1]},
             "action": {"kind": "delay", "seconds": 30, "after_effect": True}}]
@@ -137,10 +144,6 @@ class ReceiverCrashFault(RowFault):
                 return
             time.sleep(0.02)
 
-    def restore(self, ctx: FaultContext) -> None:
-        if ctx.receiver is not None and hasattr(self, "original"):
-            ctx.receiver.put_behaviour(self.original)
-
     def evidence(self, ctx: FaultContext, finishes: Sequence[Finished], log: Sequence[Mapping[str, Any]]
                  ) -> FaultEvidence:
         crashed = getattr(self, "crashed", False)
@@ -152,7 +155,7 @@ LAPSE_MARGIN_S = 1.0
 """Real time waited beyond the key retention, so the receiver has forgotten the key on any rounding."""
 
 
-class RetentionLapseFault(ProxyKillFault):
+class RetentionLapseFault(_ChangesBehaviour, ProxyKillFault):
     """The receiver keeps a fence key ``retention_seconds``; the first run is killed once the receiver
     has committed its first mutation (the answer never reaches the sink), then real time passes beyond
     that retention before the next run, on every clock (the sink's journal and the receiver alike).
@@ -167,8 +170,7 @@ class RetentionLapseFault(ProxyKillFault):
 
     def arm(self, ctx: FaultContext, first: Launched) -> None:
         assert ctx.receiver is not None and self.spec.retention_seconds is not None
-        self.original = ctx.receiver.behaviour()
-        changed = copy.deepcopy(self.original)
+        changed = self._behaviour_to_change(ctx.receiver)
         section = changed.get("sync" if ctx.row.family == "sync_batch" else "async_jobs") or {}
         fence = section.get("fence")
         if not isinstance(fence, dict):
@@ -182,10 +184,6 @@ class RetentionLapseFault(ProxyKillFault):
         assert self.spec.retention_seconds is not None
         self.lapsed_s = self.spec.retention_seconds + LAPSE_MARGIN_S
         time.sleep(self.lapsed_s)
-
-    def restore(self, ctx: FaultContext) -> None:
-        if ctx.receiver is not None and hasattr(self, "original"):
-            ctx.receiver.put_behaviour(self.original)
 
     def evidence(self, ctx: FaultContext, finishes: Sequence[Finished], log: Sequence[Mapping[str, Any]]
                  ) -> FaultEvidence:
