@@ -112,8 +112,10 @@ def child_result(row: OperationRow, live: LiveFacts = NO_FACTS) -> ChildResult:
                               reason="reconciliation_open")
         return child.make(ChildStatus.PENDING, ExitClass.OK, _A.RESUME, reason="verification_due")
     if state is ExecutionState.SUBMITTING:
-        # Its worker is gone (no live lease): the next run or resume takes the attempt over.
-        return child.make(ChildStatus.PENDING, ExitClass.UNAVAILABLE, _A.RESUME, reason="takeover_due")
+        # Its worker is gone or deferred a fenced replay (no live lease): the next run or resume
+        # takes the attempt over. A pause says why (``fenced_replay_due``, a rate limit).
+        return child.make(ChildStatus.PENDING, ExitClass.UNAVAILABLE, _A.RESUME,
+                          reason=decided.reason or "takeover_due")
     if state in NOT_SENT_STATES:
         return _not_sent(child)
     return _finalized(child, code)

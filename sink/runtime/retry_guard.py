@@ -20,6 +20,13 @@ Two and only two kinds of proof permit sending a mutation request:
   SUBMITTING attempt (same attempt id, same marker, same key, same bytes) and makes no journal
   transition; the receiver's proven-duplicate answer then resolves it.
 
+  When the live attempt's budget is spent (its replays, or this wake-up's time) while the key is
+  still remembered, the attempt stays SUBMITTING for the next wake-up (:func:`may_defer_replay`):
+  the same proof, less the budget. The worker releases its lease and the run returns pending; the
+  next run or resume takes the attempt over and replays under :func:`may_take_over`, which checks
+  the retention again on the database clock. A receiver that restarts after committing is thus
+  finished by a later wake-up instead of being left UNKNOWN for an operator.
+
 Everything else is refused with ``REST_DELIVERY_UNSAFE_RETRY``: an UNKNOWN or PARTIALLY_APPLIED
 effect (only operator reconciliation refines it), any accepted/observed/finalized operation, and
 a SUBMITTING attempt without a certified fence (lease expiry alone never authorises a resend: the
@@ -53,6 +60,7 @@ class GuardReason(StrEnum):
     FENCE_NOT_CERTIFIED = "fence_not_certified"
     FENCE_RETENTION_EXCEEDED = "fence_retention_exceeded"
     TAKEOVER_FENCED_REPLAY = "takeover_fenced_replay"
+    REPLAY_DEFERRED = "fenced_replay_deferred"
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +114,27 @@ def may_start_attempt(current: StateTuple, *, attempts_used: int, max_attempts: 
     return GuardVerdict(True, GuardReason.REQUEST_NOT_STARTED_PROVEN, None)
 
 
+def may_defer_replay(
+    current: StateTuple, *, profile: OperationProfile, live_attempt: bool, elapsed_since_first_send_ms: int,
+) -> GuardVerdict:
+    """May the live attempt stay SUBMITTING for a later wake-up to replay, now that only its budget
+    is spent? Every proof a replay needs except the budget: a SUBMITTING attempt whose effect is
+    not already unknown, made by this worker (``live_attempt``), under a certified payload-bound
+    fence, and the key still remembered (``elapsed_since_first_send_ms`` strictly below the
+    certified retention). The later takeover checks the retention again (:func:`may_take_over`)."""
+    if current.remote_effect in (RemoteEffect.UNKNOWN, RemoteEffect.PARTIALLY_APPLIED):
+        return _refused(GuardReason.EFFECT_NOT_PROVEN_ABSENT)
+    if current.execution_state is not ExecutionState.SUBMITTING:
+        return _refused(GuardReason.NOT_A_SUBMIT_STATE)
+    if not live_attempt:
+        return _refused(GuardReason.LEASE_EXPIRED_AFTER_SUBMITTING)
+    if not fence_permits_replay(profile.mutation_fence):
+        return _refused(GuardReason.FENCE_NOT_CERTIFIED)
+    if elapsed_since_first_send_ms >= fence_retention_ms(profile):
+        return _refused(GuardReason.FENCE_RETENTION_EXCEEDED)
+    return GuardVerdict(True, GuardReason.REPLAY_DEFERRED, None)
+
+
 def may_replay_same_key(
     current: StateTuple,
     *,
@@ -117,21 +146,16 @@ def may_replay_same_key(
 ) -> GuardVerdict:
     """May the live attempt send the same request again under the certified fence?
 
-    ``sends_used``: requests sent for this operation so far, over all attempts (each replay uses
-    one unit of ``submit_retry.max_attempts``). ``live_attempt``: the caller is the worker that
-    made this attempt and still holds its mutation lease. The replay must reach the receiver
-    while it still remembers the key: ``elapsed_since_first_send_ms + delay_ms`` stays strictly
-    below the certified retention."""
-    if current.remote_effect in (RemoteEffect.UNKNOWN, RemoteEffect.PARTIALLY_APPLIED):
-        return _refused(GuardReason.EFFECT_NOT_PROVEN_ABSENT)
-    if current.execution_state is not ExecutionState.SUBMITTING:
-        return _refused(GuardReason.NOT_A_SUBMIT_STATE)
-    if not live_attempt:
-        return _refused(GuardReason.LEASE_EXPIRED_AFTER_SUBMITTING)
-    if not fence_permits_replay(profile.mutation_fence):
-        return _refused(GuardReason.FENCE_NOT_CERTIFIED)
-    if elapsed_since_first_send_ms + delay_ms >= fence_retention_ms(profile):
-        return _refused(GuardReason.FENCE_RETENTION_EXCEEDED)
+    ``sends_used``: requests sent for the operation in this wake-up (each replay uses one unit of
+    ``submit_retry.max_attempts``). ``live_attempt``: the caller is the worker that made this
+    attempt and still holds its mutation lease. The replay must reach the receiver while it still
+    remembers the key: ``elapsed_since_first_send_ms + delay_ms`` stays strictly below the
+    certified retention. Only the budget refuses with BUDGET_EXHAUSTED (no error code): then
+    :func:`may_defer_replay` decides whether a later wake-up may replay."""
+    verdict = may_defer_replay(current, profile=profile, live_attempt=live_attempt,
+                               elapsed_since_first_send_ms=elapsed_since_first_send_ms + delay_ms)
+    if not verdict.permitted:
+        return verdict
     if sends_used >= profile.submit_retry.max_attempts:
         return _refused(GuardReason.BUDGET_EXHAUSTED, None)
     return GuardVerdict(True, GuardReason.CERTIFIED_FENCE_REPLAY, None)
@@ -158,9 +182,17 @@ def may_take_over(current: StateTuple, *, profile: OperationProfile, attempt_age
 class RetryBudgetExhausted(Exception):
     """Sending would be safe but this wake-up's submit budget is spent: the next wake-up retries."""
 
-    def __init__(self, operation_id: str) -> None:
-        super().__init__(f"operation {operation_id}: submit retry budget exhausted")
+    def __init__(self, operation_id: str, what: str = "submit retry budget exhausted") -> None:
+        super().__init__(f"operation {operation_id}: {what}")
         self.operation_id = operation_id
+
+
+class ReplayDeferred(RetryBudgetExhausted):
+    """The live attempt stays SUBMITTING under its certified fence: the next wake-up's takeover
+    replays it (:func:`may_defer_replay`)."""
+
+    def __init__(self, operation_id: str) -> None:
+        super().__init__(operation_id, "same-key replay deferred to the next run or resume (budget spent)")
 
 
 def assert_mutation_permitted(verdict: GuardVerdict, operation_id: str) -> None:

@@ -26,9 +26,14 @@ class, or a same-key replay inside the live attempt. In order:
    A lost response (bytes may have reached the peer), 408, 429, any 5xx: the same, UNLESS the
    certified fence permits a same-key replay now (``retry_guard.may_replay_same_key``: live
    attempt, certified payload-bound fence, budget left, inside the key's retention) and the
-   server's Retry-After fits the remaining budget; the replay then waits at least that long. A
-   Retry-After beyond the budget reports ``REST_DELIVERY_RETRY_AFTER_EXCEEDS_BUDGET`` (the delay is
-   never shortened); the effect stays UNKNOWN until a reconciliation proves it.
+   server's Retry-After fits the remaining budget; the replay then waits at least that long. When
+   only the budget (replays or time) is spent and the same proof holds otherwise
+   (``retry_guard.may_defer_replay``), after a lost answer or a transient status
+   (``DEFERRABLE_STATUSES``), the attempt stays SUBMITTING and the next wake-up's takeover replays
+   it: ``defer_replay``, no transition. A replay that never started proves nothing of the
+   attempt's earlier send (``SubmitContext.replaying``): it counts as a lost answer. A Retry-After
+   beyond the budget reports ``REST_DELIVERY_RETRY_AFTER_EXCEEDS_BUDGET`` (the delay is never
+   shortened); the effect stays UNKNOWN until a reconciliation proves it.
 6. Anything else (1xx, 3xx, an unlisted 2xx): ``sync_response_unclassified`` (PROTOCOL_UNKNOWN).
 """
 
@@ -56,10 +61,21 @@ from sink.design.query import DesignContract
 from sink.journal.records import Receipt
 from sink.runtime import ContractMove, plan_move, scalar_of
 from sink.runtime.backoff import JitterSource, RetryBlocked, next_retry_delay
-from sink.runtime.retry_guard import GuardReason, fence_permits_replay, may_replay_same_key
+from sink.runtime.retry_guard import (
+    GuardReason,
+    fence_permits_replay,
+    may_defer_replay,
+    may_replay_same_key,
+)
 
 PRE_PROCESSING_REJECTIONS = frozenset({411, 413, 414, 415})
 """Statuses whose RFC 9110 meaning is "refused before processing the content": proof of no effect."""
+
+DEFERRABLE_STATUSES = frozenset({408, 429, 502, 503, 504})
+"""Answers of a receiver (or its gateway) that could not take the request now: a replay by a later
+wake-up can be answered. A 500 or another 5xx is the receiver's own failure once it may have
+executed, which receivers that save their answer per key (Stripe) replay to every same-key retry:
+no later wake-up can settle it, so the effect is UNKNOWN for the operator once the budget is spent."""
 
 _PHASES_AFTER_START = frozenset({
     TransportPhase.REQUEST_HEADERS, TransportPhase.REQUEST_BODY, TransportPhase.RESPONSE_HEADERS,
@@ -79,6 +95,8 @@ class SubmitAction(StrEnum):
     APPLY_TRANSITION = "apply_transition"
     REPLAY_SAME_KEY = "replay_same_key"
     """Stay in the SUBMITTING attempt and send the identical request again after the delay."""
+    DEFER_REPLAY = "defer_replay"
+    """Stay in the SUBMITTING attempt, send nothing more now: the next wake-up's takeover replays."""
 
 
 class SubmitReason(StrEnum):
@@ -97,6 +115,7 @@ class SubmitReason(StrEnum):
     RECEIVER_REJECTED = "receiver_rejected"
     MAY_HAVE_REACHED_PEER = "may_have_reached_peer"
     FENCED_REPLAY = "fenced_replay"
+    FENCED_REPLAY_DEFERRED = "fenced_replay_deferred"
     UNCLASSIFIED_STATUS = "unclassified_status"
 
 
@@ -115,6 +134,9 @@ class SubmitContext:
     now: datetime
     live_attempt: bool = True
     """The classifying worker made this attempt and holds its mutation lease."""
+    replaying: bool = False
+    """An earlier send of this attempt may have reached the receiver (an in-run replay, or a
+    takeover's): a replay that never started proves nothing of that earlier send."""
 
     def __post_init__(self) -> None:
         if self.attempts_used < 1 or self.sends_used < self.attempts_used:
@@ -126,15 +148,17 @@ class SubmitDecision:
     action: SubmitAction
     reason: SubmitReason
     move: ContractMove | None
-    """The transition to apply (None only for a same-key replay, which stays in SUBMITTING)."""
+    """The transition to apply (None only for a same-key replay, now or deferred: it stays in
+    SUBMITTING)."""
     receipt: Receipt | None = None
     retry_delay_ms: int | None = None
     """Delay before the next attempt (RETRY_WAIT) or before the replay."""
     rejection_proven: bool = False
     """The receiver refused the content before processing it (for the verifier)."""
     replay_refused: str | None = None
-    """Why no same-key replay was made when the outcome became unknown: a ``GuardReason`` value,
-    or the backoff's ``retry_after_exceeds_budget`` / ``budget_exhausted``."""
+    """Why no same-key replay was made now (the outcome became unknown, or the replay was
+    deferred): a ``GuardReason`` value, or the backoff's ``retry_after_exceeds_budget`` /
+    ``budget_exhausted``."""
     reason_word: str = ""
     """The stable word stored with the transition (the reason, or the local failure's kind)."""
 
@@ -193,9 +217,9 @@ def classify_submit(
     """The decision for one mutation request's outcome (see the module docstring for the rules)."""
     classifier = _Classifier(profile, current, context, jitter, contract)
     if outcome.response is None:
-        if proves_not_started(outcome.evidence):
+        if proves_not_started(outcome.evidence) and not context.replaying:
             return classifier.not_started(outcome.evidence.failure)
-        return classifier.unknown_or_replay(SubmitReason.MAY_HAVE_REACHED_PEER, retry_after=None)
+        return classifier.unknown_or_replay(SubmitReason.MAY_HAVE_REACHED_PEER, retry_after=None, deferrable=True)
     return classifier.response(outcome.response)
 
 
@@ -260,7 +284,8 @@ class _Classifier:
             return self._apply("sync_response_failed", SubmitReason.RECEIVER_REJECTED)
         if status in (408, 429) or 500 <= status <= 599:
             return self.unknown_or_replay(SubmitReason.MAY_HAVE_REACHED_PEER,
-                                          retry_after=response.headers.get("retry-after"))
+                                          retry_after=response.headers.get("retry-after"),
+                                          deferrable=status in DEFERRABLE_STATUSES)
         return self._apply("sync_response_unclassified", SubmitReason.UNCLASSIFIED_STATUS,
                            error_code=ErrorCode.PROTOCOL_UNKNOWN)
 
@@ -286,7 +311,8 @@ class _Classifier:
         return self._apply("request_outcome_unknown", reason, error_code=ErrorCode.REMOTE_EFFECT_UNKNOWN,
                            replay_refused=replay_refused)
 
-    def unknown_or_replay(self, reason: SubmitReason, *, retry_after: str | None) -> SubmitDecision:
+    def unknown_or_replay(self, reason: SubmitReason, *, retry_after: str | None,
+                          deferrable: bool) -> SubmitDecision:
         if not fence_permits_replay(self.profile.mutation_fence):
             return self._unknown(reason, GuardReason.FENCE_NOT_CERTIFIED.value)
         budget = self.profile.submit_retry
@@ -296,14 +322,27 @@ class _Classifier:
             now=self.context.now,
         )
         if isinstance(delay, RetryBlocked):
-            # RETRY_AFTER_EXCEEDS_BUDGET when the server's delay is why.
+            if delay.error_code is None and deferrable:  # this wake-up's time is spent, nothing else
+                return self._defer_or_unknown(reason, delay.reason)
+            # RETRY_AFTER_EXCEEDS_BUDGET: the server's delay is why.
             return self._unknown(reason, delay.reason, delay.server_floor_ms)
         verdict = may_replay_same_key(
             self.current, profile=self.profile, sends_used=self.context.sends_used,
             live_attempt=self.context.live_attempt,
             elapsed_since_first_send_ms=self.context.elapsed_since_first_send_ms, delay_ms=delay.delay_ms,
         )
+        if verdict.permitted:
+            return SubmitDecision(SubmitAction.REPLAY_SAME_KEY, SubmitReason.FENCED_REPLAY, None,
+                                  retry_delay_ms=delay.delay_ms)
+        if verdict.reason is GuardReason.BUDGET_EXHAUSTED and deferrable:
+            return self._defer_or_unknown(reason, verdict.reason.value)
+        return self._unknown(reason, verdict.reason.value)
+
+    def _defer_or_unknown(self, reason: SubmitReason, spent: str) -> SubmitDecision:
+        """Only the budget is spent: a later wake-up replays when the fence still permits it."""
+        verdict = may_defer_replay(self.current, profile=self.profile, live_attempt=self.context.live_attempt,
+                                   elapsed_since_first_send_ms=self.context.elapsed_since_first_send_ms)
         if not verdict.permitted:
             return self._unknown(reason, verdict.reason.value)
-        return SubmitDecision(SubmitAction.REPLAY_SAME_KEY, SubmitReason.FENCED_REPLAY, None,
-                              retry_delay_ms=delay.delay_ms)
+        return SubmitDecision(SubmitAction.DEFER_REPLAY, SubmitReason.FENCED_REPLAY_DEFERRED, None,
+                              replay_refused=spent)

@@ -17,6 +17,9 @@ In this order, each step durable before the next begins:
 5. only then the HTTP request; its outcome is classified (``submit_classification``) and recorded
    as one listed transition, with what it decided, before the lease is released. A same-key replay
    under a certified fence stays inside this attempt; nothing else ever sends the mutation again.
+   When only the budget is spent under that fence the attempt stays SUBMITTING and
+   ``ReplayDeferred`` is raised: the supervisor says so durably, releases the lease, and the next
+   wake-up's ``take_over`` replays.
 
 ``take_over`` replays the request of a SUBMITTING attempt whose worker is gone, only under a
 certified fence and within the fence's retention measured from the attempt row's creation on the
@@ -46,7 +49,7 @@ from sink.runtime.lease_keeper import LeaseKeeper
 from sink.runtime.poll_timing import first_poll_delay_ms
 from sink.runtime.ports import SupervisorConfig, SupervisorPorts
 from sink.runtime.rate_limiter import RequestKind
-from sink.runtime.retry_guard import assert_mutation_permitted, may_start_attempt
+from sink.runtime.retry_guard import ReplayDeferred, assert_mutation_permitted, may_start_attempt
 from sink.runtime.submit_classification import (
     SubmitAction,
     SubmitContext,
@@ -109,7 +112,7 @@ class SubmitStep:
         retry guard permitted it): same attempt, same key, same bytes."""
         with self._ports.limiter.admit(RequestKind.SUBMIT), self._keeper.held(LeaseKind.MUTATION, row.operation_id):
             return self._send_until_decided(row, operation_started_ms, wake_attempts=1,
-                                            first_send_age_ms=attempt_age_ms)
+                                            first_send_age_ms=attempt_age_ms, taken_over=True)
 
     def _attempt(self, row: OperationRow, operation_started_ms: int, wake_attempts: int) -> AttemptResult:
         ports, config = self._ports, self._config
@@ -176,7 +179,9 @@ class SubmitStep:
                                      reason=reason, next_check_after=timedelta(0))
 
     def _send_until_decided(self, submitting: OperationRow, operation_started_ms: int, *, wake_attempts: int,
-                            first_send_age_ms: int = 0) -> AttemptResult:
+                            first_send_age_ms: int = 0, taken_over: bool = False) -> AttemptResult:
+        """Send the attempt's request, replaying it under the fence, until a decision is recorded.
+        ``taken_over``: a gone worker's (or a deferring run's) attempt, whose sends may have reached."""
         ports, profile = self._ports, self._config.profile
         request = ports.requests.mutation_request(submitting)
         jitter = ports.jitter_for(submitting.operation_id)
@@ -198,6 +203,7 @@ class SubmitStep:
                 remaining_budget_ms=max(0, profile.timeouts.operation_total_ms - (now_ms - operation_started_ms)),
                 elapsed_since_first_send_ms=now_ms - first_send_ms,
                 now=ports.journal.now(),
+                replaying=sends > 1 or taken_over,
             )
             decision = classify_submit(
                 outcome, profile=profile, current=submitting.axes, context=context, jitter=jitter,
@@ -206,6 +212,8 @@ class SubmitStep:
             if decision.action is SubmitAction.REPLAY_SAME_KEY:
                 ports.clock.sleep_ms(decision.retry_delay_ms or 0)  # the keeper renews the lease meanwhile
                 continue
+            if decision.action is SubmitAction.DEFER_REPLAY:
+                raise ReplayDeferred(submitting.operation_id)  # no transition: the attempt stays SUBMITTING
             if decision.move is None:  # pragma: no cover - classify_submit always names a move here
                 raise RuntimeError("a submit decision without a replay must name a transition")
             try:

@@ -8,9 +8,10 @@ step that state permits:
   guard and within this wake-up's budget; a proven not-started attempt waits its backoff, then the
   guarded ``retry_due``; a run that finds a child in RETRY_WAIT is the wake-up that retries it.
 * SUBMITTING found by this process: another worker's attempt whose lease expired (that worker is
-  gone). Its request is replayed only under a certified fence within the fence's retention
-  (``take_over``); a grant attested never sent is REQUEST_NOT_STARTED; otherwise the outcome is
-  recorded as lost (UNKNOWN), to be reconciled.
+  gone), or one deferred by an earlier wake-up whose budget was spent under a certified fence
+  (its lease released, the pause says ``fenced_replay_due``). Its request is replayed only under
+  a certified fence within the fence's retention (``take_over``); a grant attested never sent is
+  REQUEST_NOT_STARTED; otherwise the outcome is recorded as lost (UNKNOWN), to be reconciled.
 * ACCEPTED: the next check is made durable (``continuation_pending``); WAITING: read-only polling
   (``ObserveStep``) until terminal (``--mode wait``), one bounded pass (``resume --mode detach``),
   or none right after this process's own submit (``run --mode detach``).
@@ -45,7 +46,7 @@ from sink.runtime.outcome import UNRESOLVED_EFFECTS, RouteResult, is_completed, 
 from sink.runtime.poll_timing import first_poll_delay_ms
 from sink.runtime.ports import SupervisorConfig, SupervisorPorts
 from sink.runtime.rate_limiter import RateLimitWaitExceeded
-from sink.runtime.retry_guard import RetryBudgetExhausted, may_take_over
+from sink.runtime.retry_guard import ReplayDeferred, RetryBudgetExhausted, may_take_over
 from sink.runtime.submit_step import SubmitStep
 from sink.runtime.verification import ReceiverSummary
 from sink.runtime.verify_step import VerifyStep
@@ -107,6 +108,10 @@ class Supervisor:
         """Drive one child as far as this run may; stop it on contention (its result says why)."""
         try:
             self.drive(operation_id)
+        except ReplayDeferred:
+            # The attempt stays SUBMITTING under its certified fence; its lease is released below,
+            # and the next run or resume takes it over and replays the same request.
+            self._pause(operation_id, Decision(None, 3, "fenced_replay_due"))
         except RetryBudgetExhausted:
             pass  # this wake-up's attempts are spent: RETRY_WAIT waits for the next run
         except LeaseUnavailable:

@@ -19,6 +19,7 @@ PINNED_REASONS = {
     "FENCE_NOT_CERTIFIED": "fence_not_certified",
     "FENCE_RETENTION_EXCEEDED": "fence_retention_exceeded",
     "TAKEOVER_FENCED_REPLAY": "takeover_fenced_replay",
+    "REPLAY_DEFERRED": "fenced_replay_deferred",
 }
 
 

@@ -206,9 +206,9 @@ def test_fenced_replay_blocked_by_retry_after_beyond_budget_reports_its_code() -
     assert decision.replay_refused == "retry_after_exceeds_budget"
     assert decision.reason is SubmitReason.RETRY_AFTER_EXCEEDS_BUDGET
     assert decision.retry_delay_ms == 601_000, "the server's window is kept, never shortened"
-    # A budget spent without the server's word is the plain unknown effect.
+    # A budget spent without the server's word defers the replay to the next wake-up instead.
     spent = _classify(response(503), SYNC, remaining_budget_ms=0)
-    assert spent.move is not None and spent.move.error_code is ErrorCode.REMOTE_EFFECT_UNKNOWN
+    assert spent.action is SubmitAction.DEFER_REPLAY and spent.move is None
 
 
 def test_fenced_replay_honours_an_http_date_retry_after() -> None:
@@ -219,9 +219,13 @@ def test_fenced_replay_honours_an_http_date_retry_after() -> None:
 
 @pytest.mark.parametrize(("context", "refused"), [
     ({"live_attempt": False}, "lease_expired_after_submitting"),
-    ({"sends_used": 3}, "budget_exhausted"),
     ({"elapsed_since_first_send_ms": 86_400_000}, "fence_retention_exceeded"),
-    ({"remaining_budget_ms": 0}, "budget_exhausted"),
+    # The budget spent AND another proof missing: the other proof is why, the effect unknown.
+    ({"sends_used": 3, "live_attempt": False}, "lease_expired_after_submitting"),
+    ({"remaining_budget_ms": 0, "live_attempt": False}, "lease_expired_after_submitting"),
+    ({"remaining_budget_ms": 0, "elapsed_since_first_send_ms": 86_400_000}, "fence_retention_exceeded"),
+    # A replay now would land after the key's retention: that, not the budget, is why.
+    ({"sends_used": 3, "elapsed_since_first_send_ms": 86_399_999}, "fence_retention_exceeded"),
 ])
 def test_fenced_replay_refusals_make_the_effect_unknown(context: dict[str, Any], refused: str) -> None:
     decision = _classify(reached_peer(), SYNC, **context)
@@ -229,6 +233,66 @@ def test_fenced_replay_refusals_make_the_effect_unknown(context: dict[str, Any],
                  code=ErrorCode.REMOTE_EFFECT_UNKNOWN, exit_class=ExitClass.EFFECT_UNKNOWN_OR_MANUAL)
     assert decision.replay_refused == refused
     assert decision.reason is SubmitReason.MAY_HAVE_REACHED_PEER
+
+
+@pytest.mark.parametrize(("context", "spent"), [
+    ({"sends_used": 3}, "budget_exhausted"),
+    ({"sends_used": 7}, "budget_exhausted"),
+    ({"remaining_budget_ms": 0}, "budget_exhausted"),
+    # Time spent, and the key's last millisecond: still deferred (the takeover re-checks the age).
+    ({"remaining_budget_ms": 0, "elapsed_since_first_send_ms": 86_399_999}, "budget_exhausted"),
+])
+def test_a_spent_budget_under_the_certified_fence_defers_the_replay(context: dict[str, Any], spent: str) -> None:
+    # Only the budget is spent (replays or time): the attempt stays SUBMITTING, no transition, and
+    # the next wake-up's takeover replays the same request (seed: a certified fence authorizes it).
+    for outcome in (reached_peer(), *(response(status) for status in (408, 429, 502, 503, 504))):
+        decision = _classify(outcome, SYNC, **context)
+        assert decision.action is SubmitAction.DEFER_REPLAY
+        assert decision.reason is SubmitReason.FENCED_REPLAY_DEFERRED
+        assert decision.move is None and decision.target is None
+        assert decision.replay_refused == spent
+
+
+@pytest.mark.parametrize("status", [500, 501, 505, 507, 599])
+@pytest.mark.parametrize("context", [{"sends_used": 3}, {"remaining_budget_ms": 0}])
+def test_the_receivers_own_5xx_is_replayed_in_run_but_never_deferred(status: int, context: dict[str, Any]) -> None:
+    # A receiver that saves its answer per key (Stripe) replays its 500 to every same-key retry: a
+    # later wake-up cannot settle it, so once the budget is spent the effect is unknown (operator).
+    assert _classify(response(status), SYNC).action is SubmitAction.REPLAY_SAME_KEY
+    decision = _classify(response(status), SYNC, **context)
+    _assert_move(decision, "request_outcome_unknown", "finalized_not_accepted_outcome_lost",
+                 code=ErrorCode.REMOTE_EFFECT_UNKNOWN, exit_class=ExitClass.EFFECT_UNKNOWN_OR_MANUAL)
+    assert decision.replay_refused == "budget_exhausted"
+
+
+@pytest.mark.parametrize("failure", [None, FailureKind.CONNECT_ERROR, FailureKind.CREDENTIAL_UNAVAILABLE])
+def test_a_replay_that_never_started_proves_nothing_of_the_earlier_send(failure: FailureKind | None) -> None:
+    # The first send may have reached the receiver; its replay was refused at connect. That is no
+    # proof of absence: the attempt replays again (or defers), never RETRY_WAIT / NONE_PROVEN.
+    first = _classify(not_started(failure=failure), SYNC)
+    assert first.move is not None and first.move.transition_id == "request_not_started_retry"
+    again = _classify(not_started(failure=failure), SYNC, sends_used=2, replaying=True)
+    assert again.action is SubmitAction.REPLAY_SAME_KEY
+    spent = _classify(not_started(failure=failure), SYNC, sends_used=3, replaying=True)
+    assert spent.action is SubmitAction.DEFER_REPLAY
+    unfenced = _classify(not_started(failure=failure), UNFENCED, sends_used=2, replaying=True)
+    assert unfenced.move is not None and unfenced.move.transition_id == "request_outcome_unknown"
+
+
+@pytest.mark.parametrize("prof", [UNFENCED, profile(SYNC_PROFILE, mutation_fence={"key_payload_binding": "not_bound"})])
+def test_a_spent_budget_without_a_certified_fence_is_the_unknown_effect(prof: OperationProfile) -> None:
+    decision = _classify(reached_peer(), prof, sends_used=3, attempts_used=3)
+    _assert_move(decision, "request_outcome_unknown", "finalized_not_accepted_outcome_lost",
+                 code=ErrorCode.REMOTE_EFFECT_UNKNOWN, exit_class=ExitClass.EFFECT_UNKNOWN_OR_MANUAL)
+    assert decision.replay_refused == "fence_not_certified"
+
+
+def test_a_bare_conflict_or_unproven_duplicate_is_never_deferred() -> None:
+    # A 409 may mean the original is still running: never replayed, now or later.
+    for outcome in (response(409), response(409, {"/unrelated": "x"})):
+        decision = _classify(outcome, SYNC, sends_used=3, attempts_used=3)
+        assert decision.action is SubmitAction.APPLY_TRANSITION
+        assert decision.move is not None and decision.move.transition_id == "request_outcome_unknown"
 
 
 def test_fence_not_bound_to_payload_never_replays() -> None:
@@ -401,7 +465,7 @@ def test_every_decision_is_a_listed_transition_from_submitting() -> None:
             for attempts in (1, 3):
                 decision = _classify(outcome, prof, attempts_used=attempts, sends_used=attempts)
                 if decision.move is None:
-                    assert decision.action is SubmitAction.REPLAY_SAME_KEY
+                    assert decision.action in (SubmitAction.REPLAY_SAME_KEY, SubmitAction.DEFER_REPLAY)
                     continue
                 listed = CONTRACT.transition_by_id(decision.move.transition_id, SUBMITTING)
                 assert listed == decision.move.transition

@@ -11,7 +11,8 @@ from sink.runtime.submit_classification import SubmitAction, SubmitContext, Subm
 
 # Stable identifiers: they are recorded with the attempt's evidence, so a rename breaks every
 # stored record that names one.
-PINNED_ACTIONS = {"APPLY_TRANSITION": "apply_transition", "REPLAY_SAME_KEY": "replay_same_key"}
+PINNED_ACTIONS = {"APPLY_TRANSITION": "apply_transition", "REPLAY_SAME_KEY": "replay_same_key",
+                  "DEFER_REPLAY": "defer_replay"}
 PINNED_REASONS = {
     "NOT_STARTED_RETRY": "request_not_started",
     "NOT_STARTED_BUDGET_EXHAUSTED": "request_not_started_budget_spent",
@@ -26,6 +27,7 @@ PINNED_REASONS = {
     "RECEIVER_REJECTED": "receiver_rejected",
     "MAY_HAVE_REACHED_PEER": "may_have_reached_peer",
     "FENCED_REPLAY": "fenced_replay",
+    "FENCED_REPLAY_DEFERRED": "fenced_replay_deferred",
     "UNCLASSIFIED_STATUS": "unclassified_status",
 }
 

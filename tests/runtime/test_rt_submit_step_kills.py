@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from rt_ports import Died, Failpoints, FastRig, FixedJitter, accepted, fast_rig, submit_step
-from rt_support import not_started, reached_peer, response
+from rt_support import no_fence, not_started, reached_peer, response
 
 from sink.contracts.errors import ErrorCode, ExitClass
 from sink.contracts.state import ExecutionState, RemoteEffect
@@ -22,6 +22,7 @@ from sink.runtime import submit_step as submit_step_module
 from sink.runtime.backoff import full_jitter_cap_ms
 from sink.runtime.journal_moves import outcome_digest
 from sink.runtime.rate_limiter import RequestKind
+from sink.runtime.retry_guard import ReplayDeferred
 from sink.runtime.submit_classification import SubmitReason
 from sink.runtime.submit_step import CommitUnconfirmed, SentButNotRecorded, SubmitStep
 from sink.security.revocation import SecurityRefusal
@@ -86,25 +87,60 @@ def test_a_lost_response_is_replayed_with_the_same_request_until_accepted(tmp_pa
     assert result.operation.axes.execution_state is ExecutionState.VERIFYING
 
 
-def test_replays_stop_at_the_send_budget_and_the_effect_is_recorded_unknown(tmp_path: Path) -> None:
+def test_replays_stop_at_the_send_budget_and_the_attempt_is_left_for_the_next_wake_up(tmp_path: Path) -> None:
     transport = ScriptedTransport([reached_peer(), reached_peer(), reached_peer(), accepted()])
     rig = fast_rig(tmp_path, transport)
-    result = submit_step(rig).run(rig.row(), operation_started_ms=rig.clock.now_ms, wake_attempts=0)
+    with pytest.raises(ReplayDeferred):
+        submit_step(rig).run(rig.row(), operation_started_ms=rig.clock.now_ms, wake_attempts=0)
     assert len(transport.posts()) == rig.config.profile.submit_retry.max_attempts == 3
+    # No transition after the reservation: the attempt stays SUBMITTING, its effect not unknown.
+    assert rig.journal.transition_ids() == []
+    assert [kind for kind, _ in rig.journal.writes] == ["acquire", "reserve"]
+    row = rig.row()
+    assert (row.axes.execution_state, row.axes.remote_effect) == (ExecutionState.SUBMITTING,
+                                                                  RemoteEffect.UNDETERMINED)
+
+
+def test_a_replay_refused_at_connect_is_no_proof_of_absence(tmp_path: Path) -> None:
+    # The first send may have reached the receiver (it died after committing); the replay meets a
+    # refused connection. Never RETRY_WAIT / NONE_PROVEN: the attempt replays until it is answered.
+    transport = ScriptedTransport([reached_peer(), not_started(), accepted()])
+    rig = fast_rig(tmp_path, transport)
+    result = submit_step(rig).run(rig.row(), operation_started_ms=rig.clock.now_ms, wake_attempts=0)
+    assert len(transport.posts()) == 3
+    assert rig.journal.transition_ids() == ["sync_response_succeeded"]
+    assert result.operation.axes.execution_state is ExecutionState.VERIFYING
+
+
+def test_a_takeovers_replay_refused_at_connect_is_no_proof_of_absence(tmp_path: Path) -> None:
+    transport = ScriptedTransport([reached_peer(), reached_peer(), reached_peer(), not_started(), accepted()])
+    rig = fast_rig(tmp_path, transport)
+    with pytest.raises(ReplayDeferred):
+        submit_step(rig).run(rig.row(), operation_started_ms=rig.clock.now_ms, wake_attempts=0)
+    result = submit_step(rig).take_over(rig.row(), operation_started_ms=rig.clock.now_ms, attempt_age_ms=0)
+    assert len(transport.posts()) == 5
+    assert rig.journal.transition_ids() == ["sync_response_succeeded"]
+    assert result.operation.axes.execution_state is ExecutionState.VERIFYING
+
+
+def test_without_a_certified_fence_a_spent_budget_is_recorded_unknown(tmp_path: Path) -> None:
+    transport = ScriptedTransport([response(503), accepted()])
+    rig = fast_rig(tmp_path, transport, profile=no_fence())
+    result = submit_step(rig).run(rig.row(), operation_started_ms=rig.clock.now_ms, wake_attempts=0)
+    assert len(transport.posts()) == 1
     assert rig.journal.transition_ids()[-1] == "request_outcome_unknown"
     assert result.operation.axes.remote_effect is RemoteEffect.UNKNOWN
-    assert result.decision is not None and result.decision.replay_refused == "budget_exhausted"
+    assert result.decision is not None and result.decision.replay_refused == "fence_not_certified"
 
 
-def test_a_spent_operation_budget_allows_no_replay(tmp_path: Path) -> None:
+def test_a_spent_operation_budget_defers_the_replay_without_waiting(tmp_path: Path) -> None:
     transport = ScriptedTransport([reached_peer(), accepted()])
     rig = fast_rig(tmp_path, transport)
     total = rig.config.profile.timeouts.operation_total_ms
-    result = submit_step(rig).run(rig.row(), operation_started_ms=rig.clock.now_ms - total - 1,
-                                     wake_attempts=0)
+    with pytest.raises(ReplayDeferred):
+        submit_step(rig).run(rig.row(), operation_started_ms=rig.clock.now_ms - total - 1, wake_attempts=0)
     assert len(transport.posts()) == 1
-    assert result.decision is not None and result.decision.replay_refused == "budget_exhausted"
-    assert result.operation.axes.remote_effect is RemoteEffect.UNKNOWN
+    assert rig.row().axes.execution_state is ExecutionState.SUBMITTING
     assert rig.clock.slept == []
 
 

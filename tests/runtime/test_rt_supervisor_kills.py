@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -357,8 +358,39 @@ def test_a_grant_attested_never_sent_is_retried_without_an_unknown_effect(tmp_pa
     assert [a.attempt_ordinal for a in second.journal.list_attempts(row.operation_id)] == [1, 2]
 
 
+def test_a_spent_budget_under_the_fence_returns_pending_and_the_next_wake_up_replays(tmp_path: Path) -> None:
+    # The receiver restarts after committing: three lost answers spend this run's budget.
+    rig = _sync_rig(tmp_path, [reached_peer()] * 3 + [response(409, {"/receipt_id": "r-1"})])
+    op = rig.row().operation_id
+    first = drive(rig)
+    assert (first.status, first.exit_class, first.reason) == (ChildStatus.PENDING, ExitClass.UNAVAILABLE,
+                                                              "fenced_replay_due")
+    assert first.axes.execution_state is ExecutionState.SUBMITTING and first.error_code is None
+    assert (LeaseKind.MUTATION, op, "worker-1") in rig.journal.releases(), "the next run may take it over"
+    assert rig.journal.transition_ids() == []
+    # The next wake-up (another process, at once: no lease to wait out) replays the same request;
+    # the receiver's proven duplicate resolves the one attempt.
+    second = drive(rig, supervisor=Supervisor(rig.ports, replace(rig.config, worker_id="worker-2")))
+    assert second.status is ChildStatus.COMPLETED
+    posts = rig.transport.posts()
+    assert len(posts) == 4 and len({p.request.body.digest for p in posts if p.request.body}) == 1
+    assert [a.attempt_ordinal for a in rig.journal.list_attempts(op)] == [1], "the same attempt"
+    assert "request_outcome_unknown" not in rig.journal.transition_ids()
+
+
+def test_a_deferred_replay_past_the_keys_retention_is_never_made(tmp_path: Path) -> None:
+    clock = JournalClock()
+    rig = _sync_rig(tmp_path, [reached_peer()] * 3 + [accepted()], journal_clock=clock)
+    first = drive(rig)
+    assert first.reason == "fenced_replay_due"
+    clock.advance(rig.config.profile.mutation_fence.retention_ttl_seconds or 0)
+    later = drive(rig, supervisor=Supervisor(rig.ports, rig.config))
+    assert (later.status, later.error_code) == (ChildStatus.BLOCKED, ErrorCode.REMOTE_EFFECT_UNKNOWN)
+    assert len(rig.transport.posts()) == 3, "no send after the receiver forgot the key"
+
+
 def test_an_open_operator_reconciliation_stops_every_automatic_step(tmp_path: Path) -> None:
-    rig = _sync_rig(tmp_path, [reached_peer()] * 3)
+    rig = _sync_rig(tmp_path, [response(409)])  # a bare conflict: never replayed, the effect unknown
     lost = drive(rig)
     assert lost.axes.remote_effect is RemoteEffect.UNKNOWN
     row = rig.row()

@@ -69,6 +69,8 @@ def test_a_missing_credential_waits_for_the_next_run_and_names_the_reference(ope
 
 
 @pytest.mark.parametrize("fault", [
+    # A bare 409 is never proof and never replayed; the receiver's own 500 on every replay is not
+    # deferred (a receiver that saves its answer per key replays it): both unknown until reconciled.
     {"fire": "once", "fault": {"action": "status", "status": 409, "body": ""}},
     {"fire": "always", "fault": {"action": "status", "status": 500}},
 ])
@@ -88,6 +90,24 @@ def test_an_unknown_effect_answered_before_forwarding_is_reconciled_and_delivere
     posts = len(operator.posts())
     _applied_once(operator, operator.run(SYNC, *SCOPE))
     assert len(operator.posts()) > posts
+
+
+def test_a_503_on_every_replay_under_the_fence_waits_for_the_next_run_which_delivers(operator: Operator) -> None:
+    # Every answer a 503 (the receiver cannot take it now): the certified fence makes a same-key
+    # replay harmless, so once this run's budget is spent the attempts stay SUBMITTING (pending,
+    # exit 3) and the next run replays them; no operator step, no unknown effect.
+    operator.services.rule({"id": "fault", "match": {"method": "POST"}, "fire": "always",
+                            "fault": {"action": "status", "status": 503}})
+    pending = operator.run(SYNC, *SCOPE)
+    assert pending.code == 3, pending.stderr
+    for child in pending.children:
+        assert (child["status"], child["reason"]) == ("pending", "fenced_replay_due")
+        assert child["axes"]["execution_state"] == "SUBMITTING" and child.get("error_code") is None
+    assert operator.inspect(pending.document["parent_id"])["exit_code"] == 3, "inspect agrees with the run"
+    assert operator.services.effects() == []
+    operator.services.http.delete(operator.services.control_url + "/rules/fault",
+                                  headers={"X-Restproof-Admin": "1"})
+    _applied_once(operator, operator.run(SYNC, *SCOPE))
 
 
 def test_a_partial_application_is_abandoned_and_delivered_as_a_new_generation(operator: Operator) -> None:
