@@ -159,8 +159,9 @@ class SubmitDecision:
     """Why no same-key replay was made now (the outcome became unknown, or the replay was
     deferred): a ``GuardReason`` value, or the backoff's ``retry_after_exceeds_budget`` /
     ``budget_exhausted``."""
-    reason_word: str = ""
-    """The stable word stored with the transition (the reason, or the local failure's kind)."""
+    reason_word: str | None = None
+    """The stable word stored with the transition (the reason, or the local failure's kind); None
+    for a replay, now or deferred, which stores no transition."""
 
     @property
     def target(self) -> StateTuple | None:

@@ -4,7 +4,7 @@ strings and the fence's own type as a separate condition of a certified replay."
 from __future__ import annotations
 
 from sink.contracts.profile import MutationFence
-from sink.runtime.retry_guard import GuardReason, fence_permits_replay
+from sink.runtime.retry_guard import GuardReason, ReplayDeferred, RetryBudgetExhausted, fence_permits_replay
 
 # The reasons are stable identifiers: they are written into evidence and shown by
 # `delivery inspect`, so renaming one breaks every stored record that names it.
@@ -35,3 +35,10 @@ def test_a_none_fence_never_permits_replay_whatever_else_it_carries() -> None:
         "key_payload_binding": "required", "certification_ref": "cert-1"})
     assert fence_permits_replay(certified) is True
     assert fence_permits_replay(certified.model_copy(update={"type": "none"})) is False
+
+
+def test_a_deferred_replay_says_what_happened_and_is_a_spent_budget() -> None:
+    deferred = ReplayDeferred("op-1")
+    assert isinstance(deferred, RetryBudgetExhausted) and deferred.operation_id == "op-1"
+    assert str(deferred) == "operation op-1: same-key replay deferred to the next run or resume (budget spent)"
+    assert str(RetryBudgetExhausted("op-2")) == "operation op-2: submit retry budget exhausted"

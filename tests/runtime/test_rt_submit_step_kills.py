@@ -278,3 +278,29 @@ def test_a_retry_after_beyond_the_budget_is_recorded_with_its_code_and_window(tm
     assert stored.decision.error_code is ErrorCode.RETRY_AFTER_EXCEEDS_BUDGET
     assert stored.decision.reason == "retry_after_exceeds_budget"
     assert stored.next_check_at == rig.journal_clock.now + timedelta(seconds=86400)
+
+
+def test_a_takeover_has_a_whole_budget_of_replays_then_defers_again(tmp_path: Path) -> None:
+    transport = ScriptedTransport([reached_peer()] * 6)
+    rig = fast_rig(tmp_path, transport)
+    with pytest.raises(ReplayDeferred):
+        submit_step(rig).run(rig.row(), operation_started_ms=rig.clock.now_ms, wake_attempts=0)
+    with pytest.raises(ReplayDeferred):
+        submit_step(rig).take_over(rig.row(), operation_started_ms=rig.clock.now_ms, attempt_age_ms=1_000)
+    assert len(transport.posts()) == 2 * rig.config.profile.submit_retry.max_attempts == 6
+    assert rig.row().axes.execution_state is ExecutionState.SUBMITTING
+
+
+def test_a_takeover_counts_the_attempts_age_against_the_keys_retention(tmp_path: Path) -> None:
+    # The attempt was created just under the retention ago: a replay now would land after the
+    # receiver forgot the key, so the lost answer is recorded unknown, never replayed or deferred.
+    transport = ScriptedTransport([reached_peer()] * 4)
+    rig = fast_rig(tmp_path, transport)
+    with pytest.raises(ReplayDeferred):
+        submit_step(rig).run(rig.row(), operation_started_ms=rig.clock.now_ms, wake_attempts=0)
+    retention_ms = (rig.config.profile.mutation_fence.retention_ttl_seconds or 0) * 1000
+    result = submit_step(rig).take_over(rig.row(), operation_started_ms=rig.clock.now_ms,
+                                        attempt_age_ms=retention_ms - 1)
+    assert len(transport.posts()) == 4
+    assert result.decision is not None and result.decision.replay_refused == "fence_retention_exceeded"
+    assert result.operation.axes.remote_effect is RemoteEffect.UNKNOWN
