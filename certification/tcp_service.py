@@ -59,6 +59,14 @@ class TcpProxy:
         """Every toxic removed, every proxy enabled (Toxiproxy's ``POST /reset``)."""
         self._call("POST", "/reset")
 
+    def cut_connections(self) -> None:
+        """End every open connection, on the same listen address (Toxiproxy: disabling a proxy closes
+        its connections; enabling it listens again). A toxic that still holds a departed client's bytes
+        (a slicer trickling a request long after its sink gave up) can then never deliver them into a
+        later run: what the sink sent is final before its row is judged."""
+        self._call("POST", f"/proxies/{PROXY_NAME}", {"enabled": False})
+        self._call("POST", f"/proxies/{PROXY_NAME}", {"enabled": True})
+
 
 def _read_ready(process: subprocess.Popen[bytes], timeout: float) -> str:
     """The API URL from the server's ready line (stdout), within ``timeout`` seconds."""
