@@ -35,6 +35,17 @@ def _length(n: int) -> bytes:
 def _encode(value: CanonicalValue, out: bytearray, depth: int) -> None:
     if depth > _MAX_DEPTH:
         raise ValueError("canonical value nested too deeply")
+    # Exact-type tests first: identity digests are mostly str and int fields, and one ``type()``
+    # comparison is cheaper than the isinstance ladder below (which still decides every subclass).
+    kind = type(value)
+    if kind is str:
+        data = value.encode("utf-8")  # type: ignore[union-attr]  # lone surrogates raise: no canonical bytes
+        out += b"S" + _length(len(data)) + data
+        return
+    if kind is int:
+        text = str(value).encode("ascii")
+        out += b"I" + _length(len(text)) + text
+        return
     # bool before int: bool is a subclass of int and must stay a distinct type.
     if value is None:
         out += b"N"
@@ -44,7 +55,7 @@ def _encode(value: CanonicalValue, out: bytearray, depth: int) -> None:
         text = str(value).encode("ascii")
         out += b"I" + _length(len(text)) + text
     elif isinstance(value, str):
-        data = value.encode("utf-8")  # lone surrogates raise: they have no canonical bytes
+        data = value.encode("utf-8")
         out += b"S" + _length(len(data)) + data
     elif isinstance(value, bytes | bytearray | memoryview):
         data = bytes(value)
@@ -82,8 +93,13 @@ def hash_fields(purpose: str, fields: Mapping[str, CanonicalValue]) -> str:
     return DIGEST_PREFIX + hashlib.sha256(encoded).hexdigest()
 
 
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+"""Compiled once: every journal record checks its digests (thousands per delivery), and
+``re.fullmatch`` with a pattern string pays the cache lookup each time."""
+
+
 def is_digest(value: str) -> bool:
-    return re.fullmatch(r"sha256:[0-9a-f]{64}", value) is not None
+    return _DIGEST.fullmatch(value) is not None
 
 
 def require_digest(name: str, value: str) -> str:

@@ -1,4 +1,4 @@
-"""``RestTransportPort`` adapter: httpx with httpcore phase evidence, a counting network
+"""``RestTransportPort`` adapter: httpcore with its phase evidence, a counting network
 backend, bounded response parsing, receipt-location acceptance, request rendering, and the
 credential/auth seams. See docs/transport.md."""
 

@@ -1,9 +1,15 @@
-"""``HttpxRestTransport``: the ``RestTransportPort`` over httpx and a counting httpcore pool.
+"""``HttpxRestTransport``: the ``RestTransportPort`` over a counting httpcore pool.
 
 One instance serves one binding authority. Every send goes to that origin only (the prepared
 request carries a relative path); redirects are never followed (a 3xx is a response like any
-other), proxies and netrc from the environment are ignored, and credential headers are added at
-the last moment from the auth seam. Network conditions never raise: they become evidence.
+other), proxies, netrc and cookies play no part, and credential headers are added at the last
+moment from the auth seam. Network conditions never raise: they become evidence.
+
+The request goes straight to httpcore, the layer whose trace and network backend give the
+evidence. ``httpx.Client`` on top of it only rebuilt each request (header merging, URL parsing,
+a cookie jar, its response wrapper): about a third of the client CPU of a small request, and its
+import a tenth of a delivering process's start-up (docs/benchmarks.md). The request head is the
+one httpx sent (``sink.transport.request_head``), which a test holds against httpx itself.
 """
 
 from __future__ import annotations
@@ -11,11 +17,10 @@ from __future__ import annotations
 import ssl
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 import httpcore
-import httpx
 
 from sink.contracts.profile_policy import TimeoutVector
 from sink.contracts.transport import PreparedRequest, ResponseBounds, TransportOutcome
@@ -25,47 +30,12 @@ from sink.transport.classify import DNS_STEP, classify_failure, received
 from sink.transport.dns import BoundedResolver, ResolutionFailed, Resolver, system_resolver
 from sink.transport.exchange import CURRENT, Exchange, IoFailure
 from sink.transport.network import CountingBackend
+from sink.transport.request_head import USER_AGENT, Origin, request_headers, request_target
 from sink.transport.response import allowlisted_headers, evidence_for, read_bounded
 
-USER_AGENT = "restproof-sink"
+__all__ = ["USER_AGENT", "HttpxRestTransport"]
+
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
-
-
-class _ResponseStream(httpx.SyncByteStream):
-    def __init__(self, stream: httpcore.Response) -> None:
-        self._response = stream
-
-    def __iter__(self) -> Iterator[bytes]:
-        yield from self._response.iter_stream()
-
-    def close(self) -> None:
-        self._response.close()
-
-
-class _PoolTransport(httpx.BaseTransport):
-    """httpx → httpcore without httpx's exception mapping: the classifier reads the trace and
-    the backend's records, so the original httpcore exception is all that is needed."""
-
-    def __init__(self, pool: httpcore.ConnectionPool) -> None:
-        self._pool = pool
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        if not isinstance(request.stream, httpx.SyncByteStream):
-            raise TypeError("a synchronous request stream is required")
-        core_request = httpcore.Request(
-            method=request.method,
-            url=httpcore.URL(scheme=request.url.raw_scheme, host=request.url.raw_host,
-                             port=request.url.port, target=request.url.raw_path),
-            headers=request.headers.raw,
-            content=request.stream,
-            extensions=request.extensions,
-        )
-        response = self._pool.handle_request(core_request)
-        return httpx.Response(status_code=response.status, headers=response.headers,
-                              stream=_ResponseStream(response), extensions=response.extensions)
-
-    def close(self) -> None:
-        self._pool.close()
 
 
 class HttpxRestTransport:
@@ -92,6 +62,7 @@ class HttpxRestTransport:
         self._scheme = parts.scheme
         self._host = parts.hostname
         self._port = parts.port or (443 if parts.scheme == "https" else 80)
+        self._origin = Origin.of(self._scheme, self._host, self._port)
         self._auth = auth
         self._bounds = bounds or ResponseBounds()
         self._backend = CountingBackend()
@@ -99,7 +70,7 @@ class HttpxRestTransport:
         self._pin_lock = threading.Lock()
         self._pinned: str | None = None
         self._address_allowed = address_allowed
-        pool = httpcore.ConnectionPool(
+        self._pool = httpcore.ConnectionPool(
             # Without a context, an https origin gets the verifying default; http never builds one.
             ssl_context=ssl_context or (ssl.create_default_context() if parts.scheme == "https" else None),
             max_connections=max_connections,
@@ -107,9 +78,6 @@ class HttpxRestTransport:
             retries=0,
             network_backend=self._backend,
         )
-        self._client = httpx.Client(transport=_PoolTransport(pool), follow_redirects=False, trust_env=False,
-                                    timeout=None,  # noqa: S113  # the backend applies the timeout vector
-                                    headers={"user-agent": USER_AGENT})
 
     def __enter__(self) -> HttpxRestTransport:
         return self
@@ -118,7 +86,7 @@ class HttpxRestTransport:
         self.close()
 
     def close(self) -> None:
-        self._client.close()
+        self._pool.close()
         self._dns.close()
 
     def send(
@@ -141,12 +109,6 @@ class HttpxRestTransport:
             response_bytes_received=exchange.bytes_received,
         )
         return TransportOutcome(evidence=evidence, response=None)
-
-    def _url(self, path_and_query: str) -> httpx.URL | None:
-        url = httpx.URL(scheme=self._scheme, host=self._host, port=self._port,
-                        raw_path=path_and_query.encode("ascii"))
-        same_origin = (url.scheme, url.host, url.port or self._port) == (self._scheme, self._host, self._port)
-        return url if same_origin and url.raw_path.startswith(b"/") and not url.fragment else None
 
     def _resolve(self, exchange: Exchange) -> bool:
         with self._pin_lock:
@@ -177,11 +139,8 @@ class HttpxRestTransport:
         return True
 
     def _send(self, request: PreparedRequest, exchange: Exchange, bounds: ResponseBounds) -> TransportOutcome:
-        try:
-            url = self._url(request.path_and_query)
-        except (httpx.InvalidURL, UnicodeEncodeError):
-            url = None
-        if url is None:
+        target = request_target(request.path_and_query)
+        if target is None:
             exchange.record_failure(IoFailure("authority", "error"))
             return self._failed(exchange)
         try:
@@ -207,25 +166,32 @@ class HttpxRestTransport:
             headers.append(("content-length", str(0 if body is None else body.length)))
         headers.extend((name, secret.reveal()) for name, secret in credentials)
         remaining = max(exchange.deadline - time.monotonic(), 0.001)
-        built = self._client.build_request(
-            request.method, url, headers=headers, content=body,
-            extensions={"trace": exchange.trace}, timeout=httpx.Timeout(None, pool=remaining),
+        core_request = httpcore.Request(
+            request.method, self._origin.url(target), headers=request_headers(self._origin, headers),
+            content=b"" if body is None else body,
+            # Only the pool wait is bounded here; every socket operation gets its bound from the
+            # counting backend, which applies the timeout vector.
+            extensions={"trace": exchange.trace,
+                        "timeout": {"connect": None, "read": None, "write": None, "pool": remaining}},
         )
         try:
-            response = self._client.send(built, stream=True)
+            response = self._pool.handle_request(core_request)
         except Exception as exc:  # classified from the trace and the backend's records
             return self._failed(exchange, pool_timeout=isinstance(exc, httpcore.PoolTimeout))
         try:
-            kept = allowlisted_headers(response.headers.multi_items(), request.extract_headers, bounds)
+            # Latin-1 maps every byte: a value that is not visible ASCII is dropped by the
+            # allowlist whatever it decodes to.
+            raw = [(name.decode("latin-1"), value.decode("latin-1")) for name, value in response.headers]
+            kept = allowlisted_headers(raw, request.extract_headers, bounds)
             try:
-                data, complete = read_bounded(response.iter_raw(), bounds.max_body_bytes)
+                data, complete = read_bounded(response.iter_stream(), bounds.max_body_bytes)
             except Exception:
-                return self._failed(exchange, response_status=response.status_code)
+                return self._failed(exchange, response_status=response.status)
         finally:
             response.close()
         evidence = received(steps=exchange.steps, request_bytes_to_kernel=exchange.bytes_sent,
                             elapsed_ms=exchange.elapsed_ms(), resolved_address=exchange.resolved_address,
                             response_bytes_received=exchange.bytes_received)
-        response_evidence = evidence_for(status=response.status_code, headers=kept, body=data, complete=complete,
+        response_evidence = evidence_for(status=response.status, headers=kept, body=data, complete=complete,
                                          pointers=request.extract_pointers, bounds=bounds)
         return TransportOutcome(evidence=evidence, response=response_evidence)

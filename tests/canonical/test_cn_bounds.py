@@ -7,6 +7,7 @@ big-endian length, content), independently of the encoder.
 from __future__ import annotations
 
 import hashlib
+from enum import IntEnum, StrEnum
 from typing import Any
 
 import pytest
@@ -119,3 +120,33 @@ def test_digest_shape(value: str, ok: bool) -> None:
     else:
         with pytest.raises(ValueError, match=r"^field must be a sha256:<64 hex> digest$"):
             canonical.require_digest("field", value)
+
+
+class _Kind(StrEnum):
+    A = "ab"
+
+
+class _Level(IntEnum):
+    TWO = 2
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("ab", b"S" + _n(2) + b"ab"),
+    (_Kind.A, b"S" + _n(2) + b"ab"),  # a str subclass takes the isinstance path: the same bytes
+    (12, b"I" + _n(2) + b"12"),
+    (-3, b"I" + _n(2) + b"-3"),
+    (_Level.TWO, b"I" + _n(1) + b"2"),
+    (True, b"T"),  # never the integer 1
+    (False, b"F"),
+    (0, b"I" + _n(1) + b"0"),
+    ("é", b"S" + _n(2) + "é".encode()),
+])
+def test_scalars_encode_by_type_not_by_class(value: Any, expected: bytes) -> None:
+    # The encoder tests the exact types str and int first (the common case); subclasses and bool
+    # must still come out as the specification says.
+    assert canonical.canonical_encode(value) == expected
+
+
+def test_a_lone_surrogate_still_has_no_canonical_bytes() -> None:
+    with pytest.raises(UnicodeEncodeError):
+        canonical.canonical_encode("\ud800")

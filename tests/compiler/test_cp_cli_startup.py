@@ -99,3 +99,54 @@ def test_an_empty_interval_runs_to_a_skipped_result(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)
     assert (document["outcome"], document["reason"]) == ("skipped", "empty_interval")
+
+
+def test_command_groups_name_the_module_that_registers_each_command() -> None:
+    # A process naming a command in COMMAND_GROUPS builds only that module's commands: a command
+    # moved to another module without this table would then be "no such command".
+    import sink.cli  # the lazy attribute below registers every command
+
+    by_module: dict[str, set[str]] = {}
+    for info in sink.cli.app.registered_commands:
+        assert info.callback is not None
+        name = info.name or info.callback.__name__.replace("_", "-")
+        by_module.setdefault(info.callback.__module__.rsplit(".", 1)[-1], set()).add(name)
+    assert set(by_module) == set(sink.cli.COMMAND_MODULES)
+    for command, module in sink.cli.COMMAND_GROUPS.items():
+        assert command in by_module[module], command
+    for module in set(sink.cli.COMMAND_GROUPS.values()):
+        assert len(by_module[module]) > 1, module  # a lone command would become the whole program
+        assert by_module[module] <= set(sink.cli.COMMAND_GROUPS), module
+
+
+def test_a_command_loads_only_its_own_command_module_and_no_http2(tmp_path: Path) -> None:
+    # `resume` on an empty state directory: the command imports the runtime (transport, httpcore)
+    # and fails on the missing journal; it must not have loaded the other command modules, h2
+    # (blocked: HTTP/1.1 only) or httpx (the transport speaks to httpcore).
+    argv = ["resume", "--operation-id", "x", "--state-dir", str(tmp_path), "--format", "json"]
+    probe = ("import sys, sink.cli\n"
+             "try:\n"
+             f"    sink.cli.main({argv!r})\n"
+             "except SystemExit:\n    pass\n"
+             "print('--modules--'); print('\\n'.join(sorted(n for n, m in sys.modules.items() if m is not None)))")
+    loaded = _modules_after_script(probe)
+    assert {"sink.cli.runtime_commands", "sink.runtime.service", "httpcore"} <= loaded
+    assert not {"sink.cli.operator_commands", "sink.cli.plan_commands", "sink.cli.gc_command",
+                "sink.cli.preview"} & loaded
+    assert not {"h2", "httpx", "rich", "pygments", "click"} & loaded
+
+
+def test_a_grouped_command_still_runs_and_refuses_like_the_full_program() -> None:
+    done = _delivery("resume", "--help")
+    assert done.returncode == 0, done.stderr
+    assert "Usage: delivery resume [OPTIONS]" in done.stdout and "--operation-id" in done.stdout
+    wrong = _delivery("resume", "--no-such-option", "--format", "json")
+    full = _delivery("no-such-command", "--format", "json")
+    assert wrong.returncode == full.returncode == 2
+    assert json.loads(wrong.stdout)["errors"][0]["code"] == "cli.usage"
+
+
+def _modules_after_script(script: str) -> set[str]:
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True,
+                          cwd=REPO)
+    return set(done.stdout.split("--modules--")[-1].split())  # after the command's own output

@@ -299,22 +299,21 @@ class SqliteJournal(SqliteDecisions, SqliteRateLimits):
                 self._overlapping_operations(conn, domain, scope, excluding=row.operation_id),
                 self._intervals_near(conn, domain, scope, touching=False),
             )
+            attempt_id = request.attempt_id  # a digest computed on each access: once here
             conn.execute(
                 "INSERT INTO attempts (operation_id, attempt_ordinal, attempt_id, marker_digest, expected_revision, "
                 "journal_epoch, capacity_scope, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (row.operation_id, request.attempt_ordinal, request.attempt_id, request.marker_digest,
+                (row.operation_id, request.attempt_ordinal, attempt_id, request.marker_digest,
                  request.expected_revision, gate.journal_epoch, request.capacity_scope, encode_time(now)),
             )
-            self._reserve_capacity(conn, request.capacity_scope, request.attempt_id, row.operation_id, now)
+            self._reserve_capacity(conn, request.capacity_scope, attempt_id, row.operation_id, now)
             self._fault("submit.attempt_appended")
             self._cas_axes(
                 conn, row, chosen.target, transition_id=chosen.id, now=now, actor_kind="automatic",
                 actor_id=request.lease_owner, reconciliation_id=None, evidence_digest=request.marker_digest,
                 extra_attempt=True, facts=NO_FACTS,  # a new attempt: an earlier answer is no evidence of it
             )
-            attempt = conn.execute(
-                "SELECT * FROM attempts WHERE attempt_id = ?", (request.attempt_id,)
-            ).fetchone()
+            attempt = conn.execute("SELECT * FROM attempts WHERE attempt_id = ?", (attempt_id,)).fetchone()
             # Last step before COMMIT: the marker is claimed for this grant, once and for good. A
             # claim that already exists (a rewound journal) refuses, rolling everything back.
             require_claim_created(

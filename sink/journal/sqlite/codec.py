@@ -75,7 +75,29 @@ def descriptor_params(child: ChildDescriptor) -> tuple[object, ...]:
     )
 
 
+_DECODED_LIMIT = 256
+_decoded: dict[tuple[tuple[str, ...], tuple[object, ...]], OperationRow] = {}
+"""Operation rows already decoded, by their stored column values. A delivery step reads the same
+row version several times (the step's own read, the transaction's re-check, the next step's
+read): about 18 reads of 7 versions per child. The record is a pure function of those values and
+deeply immutable, so the same values give the same record; the SQL read itself is never skipped.
+The column names are part of the key, so rows of another column list can never be confused."""
+
+
 def operation_from_row(row: sqlite3.Row) -> OperationRow:
+    key = (tuple(row.keys()), tuple(row))
+    found = _decoded.get(key)
+    if found is None:
+        found = _decode_operation(row)
+        if len(_decoded) >= _DECODED_LIMIT:
+            # Bounded memory in a long worker. clear() is one atomic step under concurrent
+            # children (evicting the oldest would iterate a dict another thread may be filling).
+            _decoded.clear()
+        _decoded[key] = found
+    return found
+
+
+def _decode_operation(row: sqlite3.Row) -> OperationRow:
     descriptor = ChildDescriptor(
         ordinal=row["ordinal"],
         scope=ScopeRange(row["scope_start"], row["scope_end"]),
