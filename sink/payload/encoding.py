@@ -38,6 +38,15 @@ BOM = "\ufeff".encode()
 _CSV_SPECIAL = {",": re.compile(r'[,"\r\n]'), ";": re.compile(r'[;"\r\n]'), "\t": re.compile('[\t"\r\n]'),
                 "|": re.compile(r'[|"\r\n]')}
 
+# What json.dumps escapes in a string (json.encoder's ESCAPE and ESCAPE_ASCII): anything else is
+# written as itself between quotes.
+_JSON_ESCAPE = re.compile(r'[\x00-\x1f\\"]')
+_JSON_ESCAPE_ASCII = re.compile(r'[^\ -~]|[\\"]')
+
+
+def _always(texts: Sequence[str]) -> bool:
+    return True
+
 
 class EncodeError(ValueError):
     """A normalized value the profile's format can not write without losing information."""
@@ -170,6 +179,37 @@ class RowEncoder:
             return text != null_text and special(text) is None
 
         return verbatim
+
+    def verbatim_affixes(self, index: int) -> tuple[str, str, Callable[[Sequence[str]], bool]] | None:
+        """For a caller that writes a whole column at once: ``(before, after, plain)`` such that the
+        writer of field ``index`` writes every value of a batch as ``before + text + after``, where
+        ``text`` is the value's own text (a string or decimal as it is, an integer's ``str``),
+        provided ``plain(texts)`` holds for the batch. None for the other types (a boolean, a date,
+        a timestamp are not written as their text). ``plain`` looks at the batch as one string, so
+        it costs no Python call per value."""
+        field = self.mapping.fields[index]
+        if field.type not in ("string", "decimal", "integer"):
+            return None
+        if self.encoding.format == "csv":
+            special = self._special.search
+            null_text = self._csv.null_text
+            if field.type == "integer":  # an int is written by str(), never quoted (see _csv_cell)
+                return "", "", _always
+
+            def csv_plain(texts: Sequence[str]) -> bool:
+                # "" is the empty string's own form (quoted or not); the null text is quoted.
+                return "" not in texts and null_text not in texts and special("".join(texts)) is None
+
+            return "", "", csv_plain
+        key = self._keys[index] + ":"
+        if field.type == "integer" or (field.type == "decimal" and self._json.decimal == "number"):
+            return key, "", _always
+        escape = (_JSON_ESCAPE_ASCII if self._json.unicode == "ascii_escaped" else _JSON_ESCAPE).search
+
+        def json_plain(texts: Sequence[str]) -> bool:
+            return escape("".join(texts)) is None  # json.dumps quotes such text and changes nothing
+
+        return key + '"', '"', json_plain
 
     def _quote(self, text: str) -> str:
         if self._special.search(text):

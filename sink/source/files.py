@@ -8,13 +8,16 @@ over exactly the bytes the parser consumed. Any difference, or a changed size or
 
 from __future__ import annotations
 
+import codecs
 import csv
 import hashlib
 import io
 import os
+import re
 import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from itertools import chain, islice
 from pathlib import Path
 from typing import IO, Any
 
@@ -23,6 +26,12 @@ from sink.source.errors import SourceError
 from sink.source.ndjson import parse_line
 
 _READ_BYTES = 1 << 20
+_CHUNK_BYTES = 8192  # TextIOWrapper's chunk
+# Lines as readline(newline="") ends them: at CR, LF or CRLF only (str.splitlines also breaks at
+# VT, FF, FS, GS, RS, NEL, LS and PS; a chunk holding one is split by this instead).
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
+_BATCH_ROWS = 2048
+_BATCH_BYTES = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +59,13 @@ class _HashingReader(io.RawIOBase):
         self.hasher.update(data)
         self.offset += len(data)
         return len(data)
+
+
+def _breaks(text: str) -> int:
+    """How many lines ``str.splitlines`` cuts ``text`` (not empty) into if it breaks at LF and
+    CRLF only: one per LF, and a rest after the last one. A chunk with a lone CR (a line end
+    too) or another break ``str.splitlines`` knows (VT, FF, NEL, LS, ...) gives more lines."""
+    return text.count("\n") + (text[-1] != "\n")
 
 
 def _csv_error(exc: csv.Error, line: int) -> SourceError:
@@ -113,29 +129,52 @@ class CsvFileSnapshot(_FileSnapshot):
     def __init__(self, path: Path, spec: CsvFileSource) -> None:
         super().__init__(path, spec.max_field_bytes)
         self._spec = spec
-        self._text = io.TextIOWrapper(io.BufferedReader(self._reader), encoding="utf-8", errors="strict", newline="")
         self._line = 0
         csv.field_size_limit(self._limit)
-        self._rows = csv.reader(self._lines(), delimiter=spec.delimiter, quotechar='"', doublequote=True, strict=True)
+        self._rows = csv.reader(chain.from_iterable(self._line_blocks()), delimiter=spec.delimiter, quotechar='"',
+                                doublequote=True, strict=True)
         self._header = self._next_row()
         if self._header is None:
             raise SourceError("source.malformed_record", "the CSV file has no header line", record=0)
         if self._header and self._header[0].startswith("\ufeff"):
             self._header[0] = self._header[0][1:]
 
-    def _lines(self) -> Iterator[str]:
+    def _line_blocks(self) -> Iterator[list[str]]:
+        """The file's lines exactly as ``readline(max_field_bytes + 1)`` of a UTF-8
+        ``TextIOWrapper(newline="")`` returns them (lines end at CR, LF or CRLF only), a decoded
+        chunk of 8 KiB at a time: the csv reader takes them from a list, not one Python call per
+        line. The chunks are the ones TextIOWrapper reads (the same byte offset in evidence); at
+        most one unfinished line (within the bound) is held between chunks."""
+        decode = codecs.getincrementaldecoder("utf-8")("strict").decode
+        read, limit = self._reader.read, self._limit
+        carry = ""
         while True:
+            data = read(_CHUNK_BYTES)
             try:
-                line = self._text.readline(self._limit + 1)
+                text = carry + decode(data, not data)
             except UnicodeDecodeError:
                 raise SourceError("source.invalid_utf8", "the file is not valid UTF-8",
                                   byte_offset=self._reader.offset, record=self._line) from None
-            if not line:
+            if not text:
+                if not data:
+                    return
+                continue  # a chunk that ends inside a character: the decoder holds it
+            lines = text.splitlines(keepends=True)
+            if len(lines) != _breaks(text):  # a lone CR, or splitlines also broke at a VT, FF, NEL, LS, ...
+                lines = _LINE.findall(text)
+            # Unfinished: no LF yet, or a CR that an LF may follow in the next chunk.
+            carry = lines.pop() if data and not lines[-1].endswith("\n") else ""
+            if max(map(len, lines), default=0) > limit or len(carry) > limit:
+                # readline(limit + 1) would return limit + 1 characters that do not end the line.
+                long = next((at for at, line in enumerate(lines) if len(line) > limit
+                             and not (len(line) == limit + 1 and line.endswith("\n"))), None)
+                if long is not None or len(carry) > limit:
+                    yield lines[:long]
+                    raise SourceError("source.field_too_large", "a line is longer than max_field_bytes",
+                                      record=self._line + 1)
+            yield lines
+            if not data:
                 return
-            if len(line) > self._limit and not line.endswith("\n"):
-                raise SourceError("source.field_too_large", "a line is longer than max_field_bytes",
-                                  record=self._line + 1)
-            yield line
 
     def _next_row(self) -> list[str] | None:
         try:
@@ -166,6 +205,42 @@ class CsvFileSnapshot(_FileSnapshot):
                 yield number, row
         except csv.Error as exc:
             raise _csv_error(exc, self._rows.line_num) from None
+
+    def text_batches(self) -> Iterator[tuple[int, list[list[str]]]]:
+        """(1-based number of the first record, the next records as ``text_rows`` gives them).
+
+        A batch holds at most ``_BATCH_ROWS`` records and about ``_BATCH_BYTES`` of the file, so
+        the rows held stay bounded whatever the lines' length. A record that can not be read
+        (a malformed record, a wrong field count, invalid UTF-8, a line too long) ends the batch:
+        the records before it are handed over first, then its error is raised, as ``text_rows``
+        would."""
+        width = len(self._header or [])
+        rows, hashing = self._rows, self._reader
+        number = 0
+        while True:
+            batch: list[list[str]] = []
+            append, stop = batch.append, hashing.offset + _BATCH_BYTES
+            failure: SourceError | None = None
+            try:
+                for row in islice(rows, _BATCH_ROWS):
+                    append(row)
+                    if hashing.offset >= stop:
+                        break
+            except csv.Error as exc:
+                failure = _csv_error(exc, rows.line_num)
+            except SourceError as exc:  # from the line reader
+                failure = exc
+            if batch and {width} != set(map(len, batch)):  # the first record of another width fails first
+                wrong = next(at for at, row in enumerate(batch) if len(row) != width)
+                batch, failure = batch[:wrong], SourceError(
+                    "source.malformed_record", "a record has a different number of fields", record=number + wrong + 1)
+            if batch:
+                yield number + 1, batch
+                number += len(batch)
+            if failure is not None:
+                raise failure
+            if not batch:
+                return
 
     def records(self) -> Iterator[tuple[int, Mapping[str, object]]]:
         header = self._header or []

@@ -64,3 +64,7 @@ class TextRowSnapshot(Protocol):
 
     def text_rows(self) -> Iterator[tuple[int, list[str]]]:
         """(1-based record number, fields in ``columns()`` order); the same records as ``records()``."""
+
+    def text_batches(self) -> Iterator[tuple[int, list[list[str]]]]:
+        """``text_rows`` a bounded batch at a time: (number of the batch's first record, records);
+        an error is raised after the batch of the records before it."""

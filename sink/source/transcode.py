@@ -1,21 +1,24 @@
 """The freeze's fast path for text rows (a CSV file): raw field text -> encoded row bytes.
 
 The reference path (``RowNormalizer.normalize`` on a record dict, then ``RowEncoder.encode``)
-costs a dict, seven converter calls and seven writer calls per row. Here each mapped column is
-compiled once into a memo: a bounded dict from the raw text to the written piece (normalize and
-encode fused), so a value seen before — a business date, a label, a flag, a small count — costs
-one C-level dict lookup, and the row is one ``str.join`` over ``map``. Values not seen before go
-through the same normalizer and encoder functions; decimals and timestamps, which rarely repeat,
-first try a shortcut that is only taken when its answer is provably the reference's (a decimal
-already in canonical form is its own normalized text; a timestamp's UTC minute is remembered per
-local minute, zone and fraction width, and its seconds and fraction are copied, since zones are
-whole minutes).
+costs a dict, seven converter calls and seven writer calls per row. Here rows are written a batch
+at a time, column by column (``encode_batch``): each mapped column is compiled once into a column
+writer (``sink.source.columns``) that turns the column's raw text into written pieces (normalize
+and encode fused) in a few C-level calls, and the rows are ``str.join`` over ``zip`` of the
+columns. A column the batch shortcut can not vouch for is written value by value from a bounded
+memo of raw text -> piece (``encode``, also used alone for a batch that fell back): a repeated
+value is one dict lookup, and a value not seen before goes through the same normalizer and
+encoder functions; decimals and timestamps, which rarely repeat, first try a shortcut that is
+only taken when its answer is provably the reference's (a decimal already in canonical form is
+its own normalized text; a timestamp's UTC minute is remembered per local minute, zone and
+fraction width, and its seconds and fraction are copied, since zones are whole minutes).
 
 Strictness is unchanged by construction: any failure on this path (a refused value, an encoder
-refusal, anything unexpected) raises ``Fallback``, and the caller runs that row through the
-reference path, which raises the reference's SourceError with its code, field and record — or
-accepts the row, if the shortcut was only stricter. tests/source/test_so_transcode.py checks that
-both paths give identical bytes and identical refusals over generated hostile rows.
+refusal, anything unexpected) raises ``Fallback``, and the caller runs that batch row by row, and
+a row that fails again through the reference path, which raises the reference's SourceError with
+its code, field and record — or accepts the row, if the shortcut was only stricter.
+tests/source/test_so_transcode.py and test_so_columns.py check that all paths give identical
+bytes and identical refusals over generated hostile rows.
 """
 
 from __future__ import annotations
@@ -23,53 +26,35 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from datetime import date, timedelta
-from operator import getitem, itemgetter
-from typing import Generic, TypeVar
+from itertools import repeat
+from operator import add, getitem, itemgetter
 
 from sink.payload.encoding import RowEncoder, Value
+from sink.source.columns import (
+    CANONICAL_INTEGERS,
+    MAX_DECIMAL_CHARS,
+    MEMO_ENTRIES,
+    MEMO_MAX_CHARS,
+    ColumnWriter,
+    Fallback,
+    Memo,
+    Piece,
+    canonical_decimals,
+    joined,
+    memo_column,
+    text_column,
+    timestamp_column,
+)
 from sink.source.normalize import RowNormalizer
 
-MEMO_ENTRIES = 32_768
-"""Remembered raw values over all columns of one freeze (split evenly between the columns)."""
-MEMO_MAX_CHARS = 48
-"""A raw value longer than this is never remembered: the memo's memory stays bounded (about
-``MEMO_ENTRIES`` x a few hundred bytes) whatever the mapping's ``max_length``."""
+__all__ = ["MEMO_ENTRIES", "MEMO_MAX_CHARS", "Fallback", "TextRowTranscoder"]
 
-_MAX_DECIMAL_CHARS = 60  # normalize.py refuses longer decimal text; the shortcut must too.
+_MAX_DECIMAL_CHARS = MAX_DECIMAL_CHARS
 _TIMESTAMP = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2})T([01][0-9]|2[0-3]):([0-5][0-9]):([0-5][0-9])"
                         r"(?:\.([0-9]{1,6}))?(Z|[+-][0-9]{2}:[0-9]{2})")
 _ONE_DAY = timedelta(days=1)
 _CLOCK = [f"{minute // 60:02d}:{minute % 60:02d}" for minute in range(1440)]
-
-
-class Fallback(Exception):
-    """This row must take the reference path (which decides whether and how it is refused)."""
-
-
-Piece = str | None
-_T = TypeVar("_T")
 _Normalize = Callable[[str], Value]
-
-
-class _Memo(dict[str, _T], Generic[_T]):
-    """raw text -> result; a miss computes (``Fallback`` on any failure) and remembers, bounded."""
-
-    __slots__ = ("_compute", "_room")
-
-    def __init__(self, compute: Callable[[str], _T], room: int) -> None:
-        super().__init__()
-        self._compute = compute
-        self._room = room
-
-    def __missing__(self, raw: str) -> _T:
-        try:
-            result = self._compute(raw)
-        except Exception:  # every failure is decided again by the reference path
-            raise Fallback from None
-        if self._room > 0 and len(raw) <= MEMO_MAX_CHARS:
-            self._room -= 1
-            self[raw] = result
-        return result
 
 
 def _canonical_decimal(scale: int) -> re.Pattern[str]:
@@ -143,26 +128,54 @@ def _timestamp(reference: _Normalize) -> _Normalize:
 
 
 class TextRowTranscoder:
-    """Compiled once per freeze for one header: ``encode(fields)`` -> (business date, row bytes).
+    """Compiled once per freeze for one header: ``encode(fields)`` -> (business date, row bytes) and
+    ``encode_batch(rows)`` -> (business dates, rows bytes).
 
     ``fields`` is one CSV record as read (text; ``empty`` stands in for an empty field, as in the
-    reference records). Raises ``Fallback`` when the row must take the reference path.
+    reference records). Raises ``Fallback`` when the row (the batch) must take the reference path
+    (row by row).
     """
 
     def __init__(self, normalizer: RowNormalizer, encoder: RowEncoder, header: Sequence[str],
                  empty: str | None) -> None:
         fields = normalizer.mapping.fields
-        positions = [list(header).index(field.source_name) for field in fields]
+        self._positions = positions = [list(header).index(field.source_name) for field in fields]
         self._pick: Callable[[Sequence[str]], Sequence[str]] = (
             itemgetter(*positions) if len(positions) > 1 else lambda row: (row[positions[0]],))
         writers, self._separator, self._start, end = encoder.row_pieces()
         self._end = end
         self._omits = encoder.encoding.format != "csv"
         room = max(1024, MEMO_ENTRIES // len(fields))
-        self._memos: list[_Memo[Piece]] = [_Memo(self._piece(normalizer, encoder, index, writer, empty), room)
-                       for index, writer in enumerate(writers)]
+        self._memos: list[Memo[Piece]] = [Memo(self._piece(normalizer, encoder, index, writer, empty), room)
+                                          for index, writer in enumerate(writers)]
+        self._columns = [self._column(normalizer, encoder, index, writer, empty=empty, room=room)
+                         for index, writer in enumerate(writers)]
         self._scope = normalizer.scope_index
-        self._days: _Memo[date] = _Memo(self._day(normalizer, empty), room)
+        self._days: Memo[date] = Memo(self._day(normalizer, empty), room)
+
+    def _column(self, normalizer: RowNormalizer, encoder: RowEncoder, index: int, writer: Callable[[Value], Piece], *,
+                empty: str | None, room: int) -> ColumnWriter:
+        """The batch writer of mapped field ``index`` (its per-value memo is the fallback)."""
+        field = normalizer.mapping.fields[index]
+        memo = self._memos[index]
+        if field.type == "timestamp":
+            def piece(raw: str) -> tuple[str, Piece]:
+                value = normalizer.field_value(index, empty if raw == "" else raw)
+                return str(value), writer(value)
+
+            return timestamp_column(memo, piece, room)
+        affixes = encoder.verbatim_affixes(index)
+        if affixes is None:
+            return memo_column(memo)
+        if field.type == "string":
+            # A non-empty string within max_length is its own normalized value.
+            longest = field.max_length
+            return text_column(memo, affixes, lambda column: max(map(len, column)) <= longest)
+        decimals = canonical_decimals(int(field.scale or 0))
+        # Canonical text within the bound is the normalizer's answer for it, unchanged.
+        pattern, bound = (decimals, _MAX_DECIMAL_CHARS) if field.type == "decimal" else (CANONICAL_INTEGERS, None)
+        return text_column(memo, affixes, lambda column: (bound is None or max(map(len, column)) <= bound)
+                           and joined(column, pattern))
 
     @staticmethod
     def _piece(normalizer: RowNormalizer, encoder: RowEncoder, index: int, writer: Callable[[Value], Piece],
@@ -217,3 +230,20 @@ class TextRowTranscoder:
             return self._days[picked[self._scope]], (self._start + body + self._end).encode("utf-8")
         except UnicodeEncodeError:
             raise Fallback from None
+
+    def encode_batch(self, rows: Sequence[Sequence[str]]) -> tuple[list[date], list[bytes]]:
+        """``encode`` of every row, a column at a time; ``Fallback``: encode the rows one by one."""
+        table = list(zip(*rows, strict=False))  # the header's columns (the reader checked every width)
+        columns = [writer(table[position]) for writer, position in zip(self._columns, self._positions, strict=True)]
+        records = zip(*columns, strict=True)
+        # A JSON null the format omits is a None piece, left out as in ``encode``.
+        texts = map(self._separator.join, map(filter, repeat(None), records) if self._omits  # type: ignore[arg-type]
+                    else records)
+        if self._start:
+            texts = map(add, repeat(self._start), texts)
+        try:
+            encoded = list(map(str.encode, map(add, texts, repeat(self._end))))
+        except UnicodeEncodeError:
+            raise Fallback from None
+        return list(map(self._days.__getitem__, table[self._positions[self._scope]])), encoded
+
