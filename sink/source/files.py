@@ -61,6 +61,10 @@ class _HashingReader(io.RawIOBase):
         return len(data)
 
 
+_LINE_END = re.compile(r"\r\n|\r|\n")
+"""A line's end in a CSV file: CR, LF or CRLF (``newline=""``), the only ends ``csv`` knows."""
+
+
 def _breaks(text: str) -> int:
     """How many lines ``str.splitlines`` cuts ``text`` (not empty) into if it breaks at LF and
     CRLF only: one per LF, and a rest after the last one. A chunk with a lone CR (a line end
@@ -152,9 +156,15 @@ class CsvFileSnapshot(_FileSnapshot):
             data = read(_CHUNK_BYTES)
             try:
                 text = carry + decode(data, not data)
-            except UnicodeDecodeError:
+            except UnicodeDecodeError as exc:
+                # The physical line that holds the first bad byte: lines read whole, then the line
+                # ends before it in this chunk (``exc.object`` is what the decoder was given: a
+                # character it held from the last chunk, then this one). byte_offset: where the
+                # chunk read ends.
+                before = carry + bytes(exc.object[:exc.start]).decode("utf-8")
                 raise SourceError("source.invalid_utf8", "the file is not valid UTF-8",
-                                  byte_offset=self._reader.offset, record=self._line) from None
+                                  byte_offset=self._reader.offset,
+                                  record=self._line + len(_LINE_END.findall(before)) + 1) from None
             if not text:
                 if not data:
                     return
@@ -169,10 +179,13 @@ class CsvFileSnapshot(_FileSnapshot):
                 long = next((at for at, line in enumerate(lines) if len(line) > limit
                              and not (len(line) == limit + 1 and line.endswith("\n"))), None)
                 if long is not None or len(carry) > limit:
-                    yield lines[:long]
+                    whole = lines[:long]
+                    yield whole
+                    self._line += len(whole)
                     raise SourceError("source.field_too_large", "a line is longer than max_field_bytes",
                                       record=self._line + 1)
             yield lines
+            self._line += len(lines)  # physical lines, as the csv module's line_num counts them
             if not data:
                 return
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from pathlib import Path
 from typing import Any
 
@@ -36,15 +37,25 @@ def _reference(path: Path, limit: int, chunk: int) -> tuple[list[tuple[int, list
     text._CHUNK_SIZE = chunk  # type: ignore[attr-defined]
 
     def lines() -> Any:
+        read = 0  # physical lines read whole: the evidence names the next one
         while True:
             try:
                 line = text.readline(limit + 1)
             except UnicodeDecodeError:
-                raise SourceError("source.invalid_utf8", "x", byte_offset=raw.offset, record=0) from None
+                # The line of the file's first bad byte (an oracle over the whole file's bytes).
+                data = path.read_bytes()
+                try:
+                    data.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    good = data[:exc.start].decode("utf-8")
+                line_of_bad_byte = len(re.findall(r"\r\n|\r|\n", good)) + 1
+                raise SourceError("source.invalid_utf8", "x", byte_offset=raw.offset,
+                                  record=line_of_bad_byte) from None
             if not line:
                 return
             if len(line) > limit and not line.endswith("\n"):
-                raise SourceError("source.field_too_large", "x", record=1)
+                raise SourceError("source.field_too_large", "x", record=read + 1)
+            read += 1
             yield line
 
     csv.field_size_limit(limit)
@@ -133,3 +144,16 @@ def test_batches_stay_within_their_bytes(tmp_path: Path, monkeypatch: pytest.Mon
     assert sum(len(rows) for _, rows in batches) == 3000 and len(batches) > 10
     # The bound, plus what the reader had read ahead (a chunk) when the batch began and ended.
     assert max(len(rows) for _, rows in batches) * 57 <= 4096 + 2 * 8192
+
+
+@pytest.mark.parametrize(("tail", "code"), [(b"x" * 50 + b"\n", "source.field_too_large"),
+                                            (b"a,\xff\n", "source.invalid_utf8")])
+def test_the_evidence_names_the_line_of_a_refused_line(tmp_path: Path, tail: bytes, code: str) -> None:
+    # Header, three records, then the refused line: the fifth physical line of the file.
+    path = tmp_path / "s.csv"
+    path.write_bytes(b"h1,h2\n1,2\n3,4\n5,6\n" + tail)
+    out, refusal = _batched(path, 20)
+    assert refusal[:2] == ("refused", code) and refusal[2]["record"] == 5
+    # A too-long line is refused once the lines before it were read; bytes that are not UTF-8
+    # refuse the 8 KiB chunk that holds them, before any of its records.
+    assert [number for number, _ in out] == ([1, 2, 3] if code == "source.field_too_large" else [])
