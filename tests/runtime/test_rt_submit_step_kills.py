@@ -10,23 +10,27 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from rt_ports import Died, Failpoints, FastRig, FixedJitter, accepted, fast_rig, submit_step
-from rt_support import no_fence, not_started, reached_peer, response
+from rt_ports import AsyncRequests, Died, Failpoints, FastRig, FixedJitter, accepted, fast_rig, submit_step
+from rt_support import ASYNC_PROFILE, no_fence, not_started, profile, reached_peer, response
 
 from sink.contracts.errors import ErrorCode, ExitClass
 from sink.contracts.state import ExecutionState, RemoteEffect
-from sink.journal.port import JournalUnavailable, UnavailableOutcome
+from sink.journal.errors import UnavailableCode
+from sink.journal.marker_policy import grant_claim_for
+from sink.journal.port import JournalRejection, JournalUnavailable, RejectionReason, UnavailableOutcome
 from sink.journal.records import OperationRow, TransitionRequest
 from sink.journal.step_records import SubmitGrant, SubmitRequest
 from sink.runtime import submit_step as submit_step_module
 from sink.runtime.backoff import full_jitter_cap_ms
-from sink.runtime.journal_moves import outcome_digest
+from sink.runtime.journal_moves import facts_digest, outcome_digest
+from sink.runtime.poll_timing import first_poll_delay_ms
 from sink.runtime.rate_limiter import RequestKind
 from sink.runtime.retry_guard import ReplayDeferred
 from sink.runtime.submit_classification import SubmitReason
 from sink.runtime.submit_step import CommitUnconfirmed, SentButNotRecorded, SubmitStep
 from sink.security.revocation import SecurityRefusal
 from sink.testing import ScriptedTransport
+from tests.supervisor.sv_support import sync_profile
 
 SUBMIT = RequestKind.SUBMIT
 
@@ -197,15 +201,16 @@ class _CommitLost:
     """The critical transaction commits, then the connection breaks with COMMIT in flight; the
     journal stays unreachable for ``outage`` more calls of the reread."""
 
-    def __init__(self, rig: FastRig, outage: int) -> None:
+    def __init__(self, rig: FastRig, outage: int, code: UnavailableCode | None = None) -> None:
         self._rig = rig
+        self.code = code
         self._real_reserve = rig.journal.reserve_and_mark_submitting
         self._real_get = rig.journal.get_operation
         self.outage = outage
 
     def reserve(self, request: SubmitRequest) -> SubmitGrant:
         self._real_reserve(request)
-        raise JournalUnavailable("commit in flight", outcome=UnavailableOutcome.OUTCOME_UNKNOWN)
+        raise JournalUnavailable("commit in flight", outcome=UnavailableOutcome.OUTCOME_UNKNOWN, code=self.code)
 
     def get(self, operation_id: str) -> OperationRow | None:
         if self.outage > 0:
@@ -214,8 +219,8 @@ class _CommitLost:
         return self._real_get(operation_id)
 
 
-def _lose_commit(rig: FastRig, outage: int) -> _CommitLost:
-    lost = _CommitLost(rig, outage)
+def _lose_commit(rig: FastRig, outage: int, code: UnavailableCode | None = None) -> _CommitLost:
+    lost = _CommitLost(rig, outage, code)
     rig.journal.reserve_and_mark_submitting = lost.reserve  # type: ignore[method-assign]
     rig.journal.get_operation = lost.get  # type: ignore[method-assign]
     return lost
@@ -304,3 +309,177 @@ def test_a_takeover_counts_the_attempts_age_against_the_keys_retention(tmp_path:
     assert len(transport.posts()) == 4
     assert result.decision is not None and result.decision.replay_refused == "fence_retention_exceeded"
     assert result.operation.axes.remote_effect is RemoteEffect.UNKNOWN
+
+
+# ----- the journal's own words about an outage, kept --------------------------------------------------
+def test_a_journal_lost_after_the_send_keeps_the_causes_outcome_and_code(tmp_path: Path) -> None:
+    transport = ScriptedTransport([accepted()])
+    rig = fast_rig(tmp_path, transport)
+
+    def unconfirmed(request: TransitionRequest) -> OperationRow:
+        raise JournalUnavailable("replica gone", outcome=UnavailableOutcome.OUTCOME_UNKNOWN,
+                                 code=UnavailableCode.REPLICATION_UNCONFIRMED)
+
+    rig.journal.transition = unconfirmed  # type: ignore[method-assign]
+    with pytest.raises(SentButNotRecorded) as lost:
+        submit_step(rig).run(rig.row(), operation_started_ms=rig.clock.now_ms, wake_attempts=0)
+    assert (lost.value.outcome, lost.value.code) == (UnavailableOutcome.OUTCOME_UNKNOWN,
+                                                     UnavailableCode.REPLICATION_UNCONFIRMED)
+    assert lost.value.operation_id == rig.row().operation_id
+
+
+def test_a_critical_transaction_refused_before_commit_raises_at_once_without_a_reread(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(submit_step_module, "REREAD_EVERY_S", 0.0)
+    transport = ScriptedTransport([accepted()])
+    rig = fast_rig(tmp_path, transport)
+    row = rig.row()
+    reads: list[str] = []
+    real_get = rig.journal.get_operation
+
+    def not_sent(request: SubmitRequest) -> SubmitGrant:
+        raise JournalUnavailable("connection refused", outcome=UnavailableOutcome.NOT_SENT)
+
+    def get(operation_id: str) -> OperationRow | None:
+        reads.append(operation_id)
+        return real_get(operation_id)
+
+    rig.journal.reserve_and_mark_submitting = not_sent  # type: ignore[method-assign]
+    rig.journal.get_operation = get  # type: ignore[method-assign]
+    with pytest.raises(JournalUnavailable) as refused:
+        submit_step(rig).run(row, operation_started_ms=rig.clock.now_ms, wake_attempts=0)
+    assert type(refused.value) is JournalUnavailable and refused.value.outcome is UnavailableOutcome.NOT_SENT
+    assert reads == [], "nothing was committed: no reread, no recorded result"
+    assert transport.sent == [] and rig.journal.transitions() == []
+    assert not rig.ports.markers.not_sent_attested(row.operation_namespace, row.operation_id, 1)
+
+
+class _MonotonicClock:
+    """``time`` as _after_unconfirmed_commit sees it: monotonic seconds that move only by its sleeps."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.slept: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def test_the_reread_window_ends_exactly_at_its_deadline_with_the_causes_words(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = _MonotonicClock()
+    monkeypatch.setattr(submit_step_module, "time", clock)
+    monkeypatch.setattr(submit_step_module, "REREAD_FOR_S", 1.0)
+    monkeypatch.setattr(submit_step_module, "REREAD_EVERY_S", 0.5)
+    transport = ScriptedTransport([accepted()])
+    rig = fast_rig(tmp_path, transport)
+    row = rig.row()
+    lost = _lose_commit(rig, outage=3, code=UnavailableCode.REPLICATION_UNCONFIRMED)
+    # Rereads at 0 s, 0.5 s and 1.0 s fail; the one at the deadline is the last: the journal that
+    # would answer a fourth reread (at 1.5 s) is too late.
+    with pytest.raises(CommitUnconfirmed) as unconfirmed:
+        submit_step(rig).run(row, operation_started_ms=rig.clock.now_ms, wake_attempts=0)
+    assert clock.slept == [0.5, 0.5] and lost.outage == 0
+    assert (unconfirmed.value.outcome, unconfirmed.value.code) == (UnavailableOutcome.OUTCOME_UNKNOWN,
+                                                                   UnavailableCode.REPLICATION_UNCONFIRMED)
+    assert rig.ports.markers.not_sent_attested(row.operation_namespace, row.operation_id, 1)
+    assert transport.sent == [] and rig.journal.transitions() == []
+
+
+def test_an_orphan_found_by_the_reread_is_refused_and_never_recorded_not_sent(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(submit_step_module, "REREAD_EVERY_S", 0.0)
+    transport = ScriptedTransport([accepted()])
+    rig = fast_rig(tmp_path, transport)
+    row = rig.row()
+
+    def claimed_then_lost(request: SubmitRequest) -> SubmitGrant:
+        # The grant claim reached the marker store, the attempt row never reached the journal.
+        rig.ports.markers.claim_grant(grant_claim_for(row, request, 1, rig.journal_clock.now))
+        raise JournalUnavailable("commit in flight", outcome=UnavailableOutcome.OUTCOME_UNKNOWN)
+
+    rig.journal.reserve_and_mark_submitting = claimed_then_lost  # type: ignore[method-assign]
+    with pytest.raises(JournalRejection) as orphan:
+        submit_step(rig).run(row, operation_started_ms=rig.clock.now_ms, wake_attempts=0)
+    assert orphan.value.reason is RejectionReason.ORPHAN_MARKER
+    assert transport.sent == [] and rig.journal.transitions() == []
+    assert rig.row().axes.execution_state is ExecutionState.SEALED
+
+
+def test_a_reread_grant_is_recorded_not_started_with_its_evidence_and_due_now(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(submit_step_module, "REREAD_EVERY_S", 0.0)
+    rig = fast_rig(tmp_path, ScriptedTransport([]))
+    _lose_commit(rig, outage=1)
+    result = submit_step(rig).run(rig.row(), operation_started_ms=rig.clock.now_ms, wake_attempts=0)
+    [recorded] = rig.journal.transitions()
+    assert recorded.evidence_digest == facts_digest("restproof.runtime.not_sent",
+                                                    {"attempt": 1, "reason": "journal_outage_not_sent"})
+    assert (recorded.lease_owner, recorded.next_check_after) == ("worker-1", timedelta(0))
+    assert result.operation.next_check_at == rig.journal_clock.now, "the retry is due at once"
+    assert "journal.record_submit_result.before" in rig.failpoints.seen
+
+
+# ----- the replay window of a live attempt ------------------------------------------------------------
+def test_a_live_attempts_replay_window_is_measured_from_its_own_first_send(tmp_path: Path) -> None:
+    rig: FastRig
+    retention_ms = (sync_profile().mutation_fence.retention_ttl_seconds or 0) * 1000
+    delay = _delays(0)[0]
+
+    def slow_loss(_: object) -> object:
+        # The answer is lost after a long wait: the replay after its backoff lands 1 ms before the
+        # receiver forgets the key, so it is still made.
+        rig.clock.now_ms += retention_ms - delay - 1
+        return reached_peer()
+
+    transport = ScriptedTransport([slow_loss, accepted()])
+    rig = fast_rig(tmp_path, transport)
+    started = rig.clock.now_ms + retention_ms - delay - 1  # the operation's budget is not what ends it
+    result = submit_step(rig).run(rig.row(), operation_started_ms=started, wake_attempts=0)
+    assert len(transport.posts()) == 2 and rig.clock.slept == [delay]
+    assert result.operation.axes.execution_state is ExecutionState.VERIFYING
+
+
+# ----- what a recorded answer stores ------------------------------------------------------------------
+def test_a_proven_duplicates_counters_are_not_stored_as_this_requests_result(tmp_path: Path) -> None:
+    duplicate = response(409, {"/receipt_id": "r-1", "/accepted_rows": 3, "/rejected_rows": 0})
+    transport = ScriptedTransport([reached_peer(), duplicate])
+    rig = fast_rig(tmp_path, transport)
+    result = submit_step(rig).run(rig.row(), operation_started_ms=rig.clock.now_ms, wake_attempts=0)
+    assert result.decision is not None and result.decision.reason is SubmitReason.DUPLICATE_PROVEN
+    facts = result.operation.facts
+    assert (facts.accepted_rows, facts.rejected_rows) == (None, None)
+
+
+def test_a_proven_rejection_is_stored_as_proven(tmp_path: Path) -> None:
+    transport = ScriptedTransport([response(413)])
+    rig = fast_rig(tmp_path, transport)
+    result = submit_step(rig).run(rig.row(), operation_started_ms=rig.clock.now_ms, wake_attempts=0)
+    assert result.decision is not None and result.decision.reason is SubmitReason.PROVEN_REJECTION
+    assert rig.journal.transitions()[-1].facts.rejection_proven is True  # type: ignore[union-attr]
+    assert rig.row().facts.rejection_proven is True
+
+
+def test_an_accepted_job_is_first_polled_after_the_profiles_first_delay(tmp_path: Path) -> None:
+    async_profile = profile(ASYNC_PROFILE)
+    transport = ScriptedTransport([response(202, {"/job_id": "job-1"})])
+    rig = fast_rig(tmp_path, transport, profile=async_profile, requests=AsyncRequests)
+    result = submit_step(rig).run(rig.row(), operation_started_ms=rig.clock.now_ms, wake_attempts=0)
+    assert result.operation.axes.execution_state is ExecutionState.ACCEPTED
+    first_poll = timedelta(milliseconds=first_poll_delay_ms(async_profile))
+    assert first_poll > timedelta(0)
+    assert rig.journal.transitions()[-1].next_check_after == first_poll
+    assert result.operation.next_check_at == rig.journal_clock.now + first_poll
+
+
+def test_a_rejected_job_has_no_poll_due(tmp_path: Path) -> None:
+    transport = ScriptedTransport([response(413)])
+    rig = fast_rig(tmp_path, transport, profile=profile(ASYNC_PROFILE), requests=AsyncRequests)
+    result = submit_step(rig).run(rig.row(), operation_started_ms=rig.clock.now_ms, wake_attempts=0)
+    assert result.operation.axes.execution_state is not ExecutionState.ACCEPTED
+    assert rig.journal.transitions()[-1].next_check_after is None
+    assert result.operation.next_check_at is None
