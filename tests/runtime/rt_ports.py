@@ -256,6 +256,19 @@ def submit_step(rig: FastRig) -> SubmitStep:
     return SubmitStep(rig.ports, rig.config, keeper)
 
 
+def gone_after_send(rig: FastRig, clock: JournalClock) -> FastRig:
+    """Run one attempt of ``rig`` (built with a ``die_at`` failpoint) until that failpoint kills its
+    worker, its request bytes traced as sent, then let the worker's mutation lease run out on the
+    journal clock: a gone worker's SUBMITTING attempt, for a takeover."""
+    rig.transport._trace = ("http11.send_request_headers.complete", "http11.send_request_body.complete")
+    try:
+        submit_step(rig).run(rig.row(), operation_started_ms=0, wake_attempts=0)
+    except Died:
+        clock.advance(rig.config.lease_ttl.total_seconds() + 1)
+        return rig
+    raise AssertionError("the worker was meant to die at its failpoint")
+
+
 def drive(rig: FastRig, operation_id: str | None = None, supervisor: Supervisor | None = None) -> ChildResult:
     """Drive one child as a run would, and read its result back from the journal."""
     sup = supervisor or Supervisor(rig.ports, rig.config)

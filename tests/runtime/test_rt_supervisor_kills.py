@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 from rt_ports import (
     AsyncRequests,
-    Died,
     Failpoints,
     FastRig,
     FixedJitter,
@@ -24,6 +23,7 @@ from rt_ports import (
     accepted,
     drive,
     fast_rig,
+    gone_after_send,
     reads,
     submit_step,
     summary_of,
@@ -286,13 +286,8 @@ def test_an_unknown_operation_is_a_supervisor_defect(tmp_path: Path) -> None:
 
 # ----- takeover --------------------------------------------------------------------------------------
 def _died_after(tmp_path: Path, point: str, profile_: OperationProfile, clock: JournalClock) -> FastRig:
-    first = _sync_rig(tmp_path, [accepted()], failpoints=Failpoints(die_at=point), journal_clock=clock,
-                      profile=profile_)
-    first.transport._trace = ("http11.send_request_headers.complete", "http11.send_request_body.complete")
-    with pytest.raises(Died):
-        submit_step(first).run(first.row(), operation_started_ms=0, wake_attempts=0)
-    clock.advance(first.config.lease_ttl.total_seconds() + 1)  # its worker is gone: the lease runs out
-    return first
+    return gone_after_send(_sync_rig(tmp_path, [accepted()], failpoints=Failpoints(die_at=point), journal_clock=clock,
+                                     profile=profile_), clock)
 
 
 def test_a_submitting_child_without_a_certified_fence_is_recorded_unknown_never_resent(tmp_path: Path) -> None:

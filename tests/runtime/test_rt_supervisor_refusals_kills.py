@@ -20,6 +20,7 @@ from rt_ports import (
     accepted,
     drive,
     fast_rig,
+    gone_after_send,
     reads,
     submit_step,
 )
@@ -267,13 +268,8 @@ def test_the_result_never_counts_the_readers_own_lease_as_contention(tmp_path: P
 
 # ----- takeover -----------------------------------------------------------------------------------------
 def _died_after_send(work: Path, profile_: OperationProfile, clock: JournalClock) -> FastRig:
-    first = _rig(work, [accepted()], failpoints=Failpoints(die_at="http.submit.after_body_sent"),
-                 journal_clock=clock, profile=profile_)
-    first.transport._trace = ("http11.send_request_headers.complete", "http11.send_request_body.complete")
-    with pytest.raises(Died):
-        submit_step(first).run(first.row(), operation_started_ms=0, wake_attempts=0)
-    clock.advance(first.config.lease_ttl.total_seconds() + 1)  # its worker is gone: the lease runs out
-    return first
+    return gone_after_send(_rig(work, [accepted()], failpoints=Failpoints(die_at="http.submit.after_body_sent"),
+                                journal_clock=clock, profile=profile_), clock)
 
 
 def test_a_takeover_a_minute_inside_the_keys_retention_replays(tmp_path: Path) -> None:
