@@ -5,11 +5,13 @@ log and random stream (seeded) before it starts, and the checkers read the whole
 two rows sharing a pair at the same time would see each other's effects. A lane owns one pair per
 catalog (family) and runs one row-and-sink at a time on it, so each row is exactly as isolated as
 in a serial run. Starting a catalog's services costs a lane seconds of CPU (a receiver, a proxy, a
-bundle export), so a lane keeps to its catalog while that catalog has rows, and only then joins the
-catalog with the most rows left per lane already on it (``_Scheduler``): with one queue in catalog
-order every lane started every catalog's services, which on 13 catalogs and 8 lanes was a third of
-the run's CPU. The outcomes are put back in catalog order, so the matrix is the same whatever the
-parallelism or the scheduling, apart from timings.
+bundle export), so a lane keeps to its catalog while that catalog has runs, and only then joins the
+catalog with the most expected seconds left per lane already on it (``_Scheduler``): with one queue in
+catalog order every lane started every catalog's services, which on 13 catalogs and 8 lanes was a third
+of the run's CPU. The unit of work is one sink's run of a row, longest expected first
+(``row_cost``): a row whose receiver holds a request 34 s no longer holds one lane for all its sinks
+in turn at the end of the run. The outcomes are put back in catalog order, so the matrix is the same
+whatever the parallelism or the scheduling, apart from timings.
 
 Lanes are threads: a lane spends its time waiting on sink processes and HTTP calls.
 """
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from certification.matrix import Family, RowRunner
+from certification.row_cost import expected_seconds
 from certification.scenarios import Row
 from certification.sinks import RUN_TIMEOUT_S, SinkSpec
 from certification.verdicts import RowOutcome, SinkRowResult
@@ -105,31 +108,54 @@ class _Lane:
             services.__exit__(None, None, None)
 
 
+@dataclass(frozen=True, slots=True)
+class _Job:
+    """One sink's run of one plan item, and where its result goes."""
+
+    index: int
+    position: int
+    row: Row
+    sink: SinkSpec
+    role: str
+    cost: float
+
+
 class _Scheduler:
-    """Hands each lane its next row: from the catalog whose services the lane has, while it has rows;
-    otherwise from the catalog with the most rows left per lane on it (ties: catalog order)."""
+    """Hands each lane its next sink run: from the catalog whose services the lane has, while it has
+    runs, longest expected first (``row_cost``); otherwise from the catalog with the most expected
+    seconds left per lane on it (ties: catalog order). A row's sinks are separate runs, so a slow row
+    occupies one lane per sink for its own time, instead of one lane for the sum of them."""
 
     def __init__(self, items: Sequence[PlanItem]) -> None:
-        self._queues: dict[Path, deque[tuple[int, PlanItem]]] = {}
+        jobs: dict[Path, list[_Job]] = {}
         for index, item in enumerate(items):
-            self._queues.setdefault(item.row.catalog, deque()).append((index, item))
+            for position, (spec, role) in enumerate(item.sinks):
+                cost = expected_seconds(item.row, role)
+                jobs.setdefault(item.row.catalog, []).append(_Job(index, position, item.row, spec, role, cost))
+        self._queues = {catalog: deque(sorted(queue, key=lambda job: -job.cost)) for catalog, queue in jobs.items()}
+        self._left = {catalog: sum(job.cost for job in queue) for catalog, queue in jobs.items()}
         self._order = {catalog: position for position, catalog in enumerate(self._queues)}
         self._lanes: dict[Path, int] = dict.fromkeys(self._queues, 0)
         self._lock = threading.Lock()
 
-    def next(self, current: Path | None) -> tuple[int, PlanItem] | None:
+    def next(self, current: Path | None) -> _Job | None:
         with self._lock:
             if current is not None and self._queues.get(current):
-                return self._queues[current].popleft()
+                return self._take(current)
             if current in self._lanes:
                 self._lanes[current] -= 1  # this lane leaves its drained catalog
-            waiting = [catalog for catalog, rows in self._queues.items() if rows]
+            waiting = [catalog for catalog, jobs in self._queues.items() if jobs]
             if not waiting:
                 return None
-            chosen = max(waiting, key=lambda catalog: (len(self._queues[catalog]) / (self._lanes[catalog] + 1),
+            chosen = max(waiting, key=lambda catalog: (self._left[catalog] / (self._lanes[catalog] + 1),
                                                        -self._order[catalog]))
             self._lanes[chosen] += 1
-            return self._queues[chosen].popleft()
+            return self._take(chosen)
+
+    def _take(self, catalog: Path) -> _Job:
+        job = self._queues[catalog].popleft()
+        self._left[catalog] -= job.cost
+        return job
 
 
 def run_row(family: Family, job: RowJob) -> SinkRowResult:
@@ -142,7 +168,7 @@ def run_lanes(plan: LanePlan, factory: FamilyFactory, progress: Progress, runner
     """Every item's sinks on its row; outcomes in the items' order. The first error a lane meets (a
     harness service unavailable, say) stops every lane and is raised here."""
     jobs = _Scheduler(plan.items)
-    results: dict[int, RowOutcome] = {}
+    results: dict[int, list[SinkRowResult | None]] = {i: [None] * len(item.sinks) for i, item in enumerate(plan.items)}
     errors: list[BaseException] = []
     stop = threading.Event()
     lock = threading.Lock()
@@ -153,18 +179,13 @@ def run_lanes(plan: LanePlan, factory: FamilyFactory, progress: Progress, runner
                 job = jobs.next(lane.catalog)
                 if job is None:
                     return
-                index, item = job
-                row = item.row
+                row, spec = job.row, job.sink
                 family = lane.family_for(row)
-                sink_results: list[SinkRowResult] = []
-                for spec, role in item.sinks:
-                    if stop.is_set():
-                        return
-                    work = plan.work_root / "rows" / row.row_id / spec.name
-                    sink_results.append(runner(family, RowJob(row, spec, role, work, plan.seed, plan.run_timeout)))
-                    progress(f"{row.row_id} · {spec.name}")
+                work = plan.work_root / "rows" / row.row_id / spec.name
+                result = runner(family, RowJob(row, spec, job.role, work, plan.seed, plan.run_timeout))
                 with lock:
-                    results[index] = RowOutcome(row, tuple(sink_results))
+                    results[job.index][job.position] = result
+                progress(f"{row.row_id} · {spec.name}")
         except BaseException as exc:  # handed to the caller, which re-raises it
             with lock:
                 errors.append(exc)
@@ -178,7 +199,7 @@ def run_lanes(plan: LanePlan, factory: FamilyFactory, progress: Progress, runner
             finally:
                 closed.set()
 
-    count = max(1, min(plan.lanes, len(plan.items)))
+    count = max(1, min(plan.lanes, sum(len(item.sinks) for item in plan.items)))
     closed = [threading.Event() for _ in range(count)]
     threads = [threading.Thread(target=lane_main, args=(_Lane(i, plan, factory), closed[i]), name=f"certify-lane{i}")
                for i in range(count)]
@@ -197,7 +218,14 @@ def run_lanes(plan: LanePlan, factory: FamilyFactory, progress: Progress, runner
         thread.join()
     if errors:
         raise errors[0]
-    return [results[index] for index in range(len(plan.items))]
+    return [RowOutcome(item.row, _complete(results[index])) for index, item in enumerate(plan.items)]
+
+
+def _complete(results: list[SinkRowResult | None]) -> tuple[SinkRowResult, ...]:
+    done = tuple(result for result in results if result is not None)
+    if len(done) != len(results):  # a lane returns only when the scheduler has no run left
+        raise RuntimeError("a row's sink run has no result although every lane finished")
+    return done
 
 
 def _until_closed(closed: Sequence[threading.Event], *, interruptible: bool = True) -> None:

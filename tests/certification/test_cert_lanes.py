@@ -121,35 +121,79 @@ def test_items_may_carry_their_own_sinks_and_roles(tmp_path: Path) -> None:
                                                                         [("reference", "certified")]]
 
 
+def _row(catalog: str, i: int, fault: Fault | None = None, end: tuple[Ending, ...] = (Ending.FIRST_RUN,)) -> Row:
+    return Row(row_id=f"{catalog}.r{i}", catalog=Path(f"{catalog}.yaml"), family="sync_batch",
+               workload=Path("w.yaml"), receiver=Path("r.yaml"), binding="b", scope_from="2026-03-01",
+               scope_to="2026-03-05", fault=fault or Fault(type="none"),
+               expect=Expect(end=end, why=None if end == (Ending.FIRST_RUN,) else "a test row"))
+
+
 def _items(counts: dict[str, int]) -> list[PlanItem]:
-    rows = [Row(row_id=f"{catalog}.r{i}", catalog=Path(f"{catalog}.yaml"), family="sync_batch",
-                workload=Path("w.yaml"), receiver=Path("r.yaml"), binding="b", scope_from="2026-03-01",
-                scope_to="2026-03-05", fault=Fault(type="none"), expect=Expect(end=(Ending.FIRST_RUN,)))
-            for catalog, count in counts.items() for i in range(count)]
-    return [PlanItem(row, ()) for row in rows]
+    reference = bundled_sinks()["reference"]
+    return [PlanItem(_row(catalog, i), ((reference, "certified"),)) for catalog, count in counts.items()
+            for i in range(count)]
 
 
 def test_a_lane_keeps_its_catalog_and_a_free_lane_joins_the_longest_backlog_per_lane() -> None:
-    scheduler = _Scheduler(_items({"a": 4, "b": 3, "c": 1}))
+    scheduler = _Scheduler(_items({"a": 4, "b": 3, "c": 1}))  # every run costs the same here
     a, b, c = Path("a.yaml"), Path("b.yaml"), Path("c.yaml")
 
     def take(current: Path | None) -> str:
         job = scheduler.next(current)
         assert job is not None
-        return job[1].row.row_id
+        return job.row.row_id
 
-    assert take(None) == "a.r0"  # a: 4 rows, nobody on it
+    assert take(None) == "a.r0"  # a: 4 runs, nobody on it
     assert take(None) == "b.r0"  # a: 3 left / 2 lanes < b: 3 / 1
     assert take(None) == "a.r1"  # a: 3/2 = 1.5 > b: 2/2 = 1 > c: 1/1; ties would go to catalog order
-    assert take(a) == "a.r2"  # a lane keeps to its catalog while it has rows
+    assert take(a) == "a.r2"  # a lane keeps to its catalog while it has runs
     assert take(b) == "b.r1"
     assert take(a) == "a.r3"
-    assert take(a) == "c.r0"  # a is drained: c (1 row, no lane) before b (1 row, 1 lane already on it)
+    assert take(a) == "c.r0"  # a is drained: c (1 run, no lane) before b (1 run, 1 lane already on it)
     assert take(b) == "b.r2"
     assert scheduler.next(c) is None and scheduler.next(None) is None
 
 
-def test_every_item_is_handed_out_once_whatever_the_lanes_ask() -> None:
+def test_the_longest_expected_runs_start_first_and_each_sink_is_a_run_of_its_own() -> None:
+    reference, retry = bundled_sinks()["reference"], bundled_sinks()["naive-retry"]
+    hold = Fault(type="receiver_rule", rule={"match": {"endpoints": ["sync_submit"]}, "when": {"nth": [1]},
+                                             "action": {"kind": "delay", "seconds": 34, "after_effect": False}})
+    rows = [_row("a", 0), _row("a", 1, Fault(type="connect_timeout")), _row("a", 2, hold, (Ending.BLOCKED,))]
+    sinks = ((reference, "certified"), (retry, "baseline"))
+    scheduler = _Scheduler([PlanItem(row, sinks) for row in rows])
+    order: list[tuple[str, str]] = []
+    while (job := scheduler.next(Path("a.yaml"))) is not None:
+        order.append((job.row.row_id, job.sink.name))
+    # the held, blocked row's certified run (five runs and a 34 s hold) first; the plain row last
+    assert order[0] == ("a.r2", "reference")
+    assert set(order[1:3]) == {("a.r1", "reference"), ("a.r1", "naive-retry")}  # a 20 s connect timeout each
+    assert order[-2:] in ([("a.r0", "reference"), ("a.r0", "naive-retry")],
+                          [("a.r0", "naive-retry"), ("a.r0", "reference")])
+    assert sorted(order) == sorted((row.row_id, spec.name) for row in rows for spec, _ in sinks)
+
+
+def test_a_slow_rows_sinks_run_side_by_side_on_two_lanes(tmp_path: Path) -> None:
+    services = Services()
+    running: set[str] = set()
+    overlapped = threading.Event()
+
+    def runner(family: Family, job: RowJob) -> SinkRowResult:
+        with services.lock:
+            running.add(job.sink.name)
+            if len(running) == 2:
+                overlapped.set()
+        overlapped.wait(2)
+        with services.lock:
+            running.discard(job.sink.name)
+        return services.runner(family, job)
+
+    outcomes = run_lanes(LanePlan.matrix(_rows()[:1], SINKS, tmp_path, 0, lanes=2), services.factory,
+                         lambda _: None, runner)
+    assert overlapped.is_set()  # one row, two sinks, two lanes: both ran at once
+    assert [(r.sink, r.role) for r in outcomes[0].results] == [("reference", "certified"), ("naive-retry", "baseline")]
+
+
+def test_every_run_is_handed_out_once_whatever_the_lanes_ask() -> None:
     items = _items({"a": 7, "b": 5, "c": 3, "d": 1})
     scheduler = _Scheduler(items)
     lanes: list[Path | None] = [None] * 3
@@ -160,8 +204,8 @@ def test_every_item_is_handed_out_once_whatever_the_lanes_ask() -> None:
         job = scheduler.next(lanes[lane])
         if job is None:
             break
-        seen.append(job[0])
-        lanes[lane] = job[1].row.catalog
+        seen.append(job.index)
+        lanes[lane] = job.row.catalog
     assert sorted(seen) == list(range(len(items)))
 
 
