@@ -281,6 +281,7 @@ def test_the_renderer_refuses_a_key_the_encoding_cannot_carry_without_echo() -> 
 ENCODED_PROFILES = {"mock.aip-155-request-id@2": "uuid", "mock.ietf-idempotency-draft@2": "sf-string",
                     # the certification matrix's 5 s retention variant (retention-lapse rows)
                     "mock.ietf-idempotency-draft-short-keys@1": "sf-string",
+                    "mock.aip-155-request-id-short-keys@1": "uuid",
                     # the certification matrix's short-timeout variants (the -wire catalogs)
                     "mock.aip-155-request-id-short-timeouts@1": "uuid",
                     "mock.ietf-idempotency-draft-short-timeouts@1": "sf-string"}
