@@ -284,7 +284,10 @@ ENCODED_PROFILES = {"mock.aip-155-request-id@2": "uuid", "mock.ietf-idempotency-
                     "mock.aip-155-request-id-short-keys@1": "uuid",
                     # the certification matrix's short-timeout variants (the -wire catalogs)
                     "mock.aip-155-request-id-short-timeouts@1": "uuid",
-                    "mock.ietf-idempotency-draft-short-timeouts@1": "sf-string"}
+                    "mock.ietf-idempotency-draft-short-timeouts@1": "sf-string",
+                    # the certification matrix's read-only-summary variants (the -summary catalogs)
+                    "mock.aip-155-request-id-summary@1": "uuid",
+                    "mock.ietf-idempotency-draft-summary@1": "sf-string"}
 RAW_PROFILES = sorted(path for path in PROFILES.glob("*.yaml") if path.stem not in ENCODED_PROFILES)
 
 
