@@ -23,6 +23,7 @@ import typer
 from sink.cli.common import OutputFormat, fail
 
 if TYPE_CHECKING:
+    from sink.compiler.diagnostics import CompileError
     from sink.contracts.errors import ExitClass
     from sink.journal.port import RejectionReason
 
@@ -51,20 +52,35 @@ def refuse(code: str, message: str, exit_class: ExitClass, output: OutputFormat)
     raise typer.Exit(int(exit_class))
 
 
+def _compile_error() -> tuple[type[CompileError], ...]:
+    """The compiler's error class, or nothing to match when the process never imported the compiler
+    (then no CompileError can be in flight). An except clause evaluates its class only when an
+    exception reaches it, so a ``resume`` neither imports the compiler to catch an error it cannot
+    raise nor on a failure path (start-up cost: the compiler package is about 20 ms of imports)."""
+    module = sys.modules.get("sink.compiler.diagnostics")
+    if module is None:
+        return ()
+    error: type[CompileError] = module.CompileError
+    return (error,)
+
+
+def _invalid_input() -> tuple[type[Exception], ...]:
+    """The operator's invalid input; ``ReconcileRefused`` (only ``delivery reconcile`` imports its
+    module) only when imported, as in ``_compile_error``."""
+    from sink.journal.port import JournalConfigurationError  # noqa: PLC0415 - imported by guarded already
+    from sink.runtime.failpoints import FailpointConfigError  # noqa: PLC0415
+
+    module = sys.modules.get("sink.runtime.reconcile")
+    refused: tuple[type[Exception], ...] = () if module is None else (module.ReconcileRefused,)
+    return (FailpointConfigError, JournalConfigurationError, *refused)
+
+
 def guarded(output: OutputFormat, action: Callable[[], T]) -> T:
     """Run ``action``; map every catalogued failure to its exit class with one line."""
     # Imported here, not at the top: start-up cost (see the module's doc).
     from sink.artifacts.port import ArtifactError  # noqa: PLC0415
-    from sink.compiler import CompileError  # noqa: PLC0415
     from sink.contracts.errors import DeliveryError, ExitClass  # noqa: PLC0415
-    from sink.journal.port import (  # noqa: PLC0415
-        JournalConfigurationError,
-        JournalError,
-        JournalRejection,
-        JournalUnavailable,
-    )
-    from sink.runtime.failpoints import FailpointConfigError  # noqa: PLC0415
-    from sink.runtime.reconcile import ReconcileRefused  # noqa: PLC0415
+    from sink.journal.port import JournalError, JournalRejection, JournalUnavailable  # noqa: PLC0415
     from sink.runtime.service import UnknownOperation  # noqa: PLC0415
     from sink.runtime.submit_step import CommitUnconfirmed, SentButNotRecorded  # noqa: PLC0415
     from sink.security.errors import SecurityRefusal  # noqa: PLC0415
@@ -72,13 +88,13 @@ def guarded(output: OutputFormat, action: Callable[[], T]) -> T:
 
     try:
         return action()
-    except CompileError as exc:
+    except _compile_error() as exc:
         fail(exc.diagnostics, output)
     except DeliveryError as exc:
         refuse(exc.code.value, exc.detail, exc.spec.exit_class, output)
     except SourceError as exc:
         refuse(exc.code, exc.message, exc.exit_class, output)
-    except (ReconcileRefused, FailpointConfigError, JournalConfigurationError) as exc:
+    except _invalid_input() as exc:
         refuse(getattr(exc, "code", "delivery.invalid_input"), str(exc), ExitClass.INVALID_INPUT, output)
     except SecurityRefusal as exc:
         refuse(exc.code, exc.detail, exc.exit_class, output)

@@ -21,6 +21,10 @@ from sink.contracts.source import SourceSpec
 from sink.contracts.workload import MutationSpec
 
 PLAN_SCHEMA_ID = "restproof.rest_delivery_plan.v1"
+PLAN_ARTIFACT_SCHEMA_ID = "restproof.rest_delivery_plan.v1"
+"""The schema id of the artifact the admission publishes (``{"plan": ...}``). Here, not in
+``sink.preparation.admission`` (which re-exports it), so a resume that reads the pinned plan back
+does not import admission, sealing, the planner and the compiler."""
 
 Digest = Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
 

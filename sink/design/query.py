@@ -15,7 +15,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from sink.bounded_yaml import BoundedYamlError, load_bounded_yaml, load_bounded_yaml_file
 from sink.contracts.errors import ErrorCode
 from sink.contracts.state import StateTuple  # re-exported (see __all__): the contract's unit of state
 from sink.design.findings import Finding, report
@@ -139,6 +138,7 @@ class DesignContract:
 
 def _load(path: Path) -> DesignContract:
     # The validator (and jsonschema under it) is imported only when a contract is validated.
+    from sink.bounded_yaml import BoundedYamlError, load_bounded_yaml_file  # noqa: PLC0415
     from sink.design.validator import contract_id_of, validate_document, yaml_finding  # noqa: PLC0415
 
     try:
@@ -166,6 +166,9 @@ def _bundled() -> DesignContract:
     except OSError:
         twin = b""
     if hashlib.sha256(twin).hexdigest() != VALIDATED_CONTRACT_JSON_SHA256:
+        # PyYAML is imported only here and in ``_load``: the pinned JSON twin is the usual path.
+        from sink.bounded_yaml import load_bounded_yaml  # noqa: PLC0415
+
         return DesignContract(load_bounded_yaml(data, source=str(BUNDLED_CONTRACT)))
     return DesignContract(json.loads(twin))
 

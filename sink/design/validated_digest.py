@@ -8,10 +8,12 @@ contract: ``python -m sink.design.validated_digest``.
 
 from __future__ import annotations
 
-from importlib import resources
 from pathlib import Path
 
-BUNDLED_CONTRACT = Path(str(resources.files("sink.design").joinpath("contract.yaml")))
+# Beside this module, as ``importlib.resources.files("sink.design")`` finds it for an installed
+# package (a path on disk: the readers need one), without importing the resource readers in every
+# delivery process (start-up cost).
+BUNDLED_CONTRACT = Path(__file__).with_name("contract.yaml")
 BUNDLED_CONTRACT_JSON = BUNDLED_CONTRACT.with_name("contract.json")
 """The same document as JSON, written by ``python -m sink.design.validated_digest``."""
 

@@ -200,12 +200,14 @@ class FileMarkerStore:
         existing = self.get(marker.operation_namespace, marker.operation_id, marker.attempt_ordinal)
         if existing is not None:
             return self._resolve_existing(existing, marker)
-        if not self._publish_once(final, marker.canonical_bytes()):
+        raw = marker.canonical_bytes()
+        if not self._publish_once(final, raw):
             raced = self.get(marker.operation_namespace, marker.operation_id, marker.attempt_ordinal)
             if raced is None:  # pragma: no cover - link said it exists, so it does
                 raise FileExistsError(final)
             return self._resolve_existing(raced, marker)
-        return StoredMarker(marker, marker.digest(), created=True)
+        # The digest of the very bytes published (``marker.digest()`` would encode them again).
+        return StoredMarker(marker, "sha256:" + hashlib.sha256(raw).hexdigest(), created=True)
 
     def _publish_once(self, final: Path, raw: bytes) -> bool:
         """Write ``raw`` to ``final`` atomically and durably unless it exists; True if we created it."""

@@ -9,10 +9,9 @@ from sink.artifacts.documents import read_document
 from sink.artifacts.gc import ROOT_PREFIX
 from sink.artifacts.port import ImmutableArtifactPort
 from sink.contracts.errors import DeliveryError, ErrorCode
-from sink.contracts.plan import CompiledPlan
+from sink.contracts.plan import PLAN_ARTIFACT_SCHEMA_ID, CompiledPlan
 from sink.journal.port import DeliveryJournalPort
 from sink.preparation.admission import (
-    PLAN_ARTIFACT_SCHEMA_ID,
     TOPOLOGY_SCHEMA_ID,
     Prepared,
     TopologyIntent,

@@ -22,7 +22,7 @@ from sink.artifacts.port import ImmutableArtifactPort
 from sink.canonical import CanonicalValue
 from sink.compiler import delivery_identity
 from sink.compiler.semantics import semantic_value
-from sink.contracts.plan import CompiledPlan
+from sink.contracts.plan import PLAN_ARTIFACT_SCHEMA_ID, CompiledPlan
 from sink.contracts.planning import ChildWindow
 from sink.identity import mutation_intent_digest, parent_plan_digest
 from sink.journal.ids import operation_id_for
@@ -39,7 +39,6 @@ from sink.payload.body import PAYLOAD_SCHEMA_ID
 from sink.planning import child_descriptor
 from sink.preparation.sealing import SealedTopology
 
-PLAN_ARTIFACT_SCHEMA_ID = "restproof.rest_delivery_plan.v1"
 TOPOLOGY_SCHEMA_ID = "restproof.rest_parent_topology.v1"
 Failpoint = Callable[[str], None]
 

@@ -10,16 +10,10 @@ from __future__ import annotations
 import os
 import signal
 
+from sink.preparation_points import FAILPOINTS  # the names, listed where runtime can read them cheaply
+
 ENV_VAR = "RESTPROOF_PREPARATION_FAILPOINT"
-FAILPOINTS = (
-    "freeze.source_read",
-    "freeze.rows_durable",
-    "freeze.parent_durable",
-    "seal.first_child_sealed",
-    "seal.all_sealed",
-    "admit.root_published",
-    "admit.committed",
-)
+__all__ = ["ENV_VAR", "FAILPOINTS", "env_failpoint"]
 
 
 def env_failpoint(name: str) -> None:

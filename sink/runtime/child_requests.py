@@ -14,7 +14,7 @@ import io
 import json
 from collections.abc import Iterator, Mapping
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sink.artifacts.documents import read_document
 from sink.artifacts.port import ImmutableArtifactPort
@@ -25,7 +25,12 @@ from sink.payload.body import PAYLOAD_SCHEMA_ID, WireBody
 from sink.payload.summary_digest import MOCK_RECEIVER_ROWS_V2, RowsSum, rows_digest
 from sink.request_templates import RequestSymbols, render_poll_path, render_read_path
 from sink.runtime.verification import ExpectedDelivery
-from sink.source.freeze import FrozenParent, load_parent
+
+if TYPE_CHECKING:
+    # The frozen parent is read only when a payload has no sealed expected summary (see
+    # ``_composed_v2``): a delivery process need not import the freeze, its transcoders and
+    # normalizer for it (start-up cost).
+    from sink.source.freeze import FrozenParent
 
 
 def _pointers(plan: CompiledPlan) -> tuple[str, ...]:
@@ -113,6 +118,8 @@ class ArtifactChildRequests:
         from the very bytes the payload frames (the sealer verifies every day's digest as it reads
         them): no second pass over the payload. None where a day has no sum (a header-less CSV
         dialect, a parent frozen before sums were recorded): then the payload is decoded."""
+        from sink.source.freeze import load_parent  # noqa: PLC0415 - see the TYPE_CHECKING block
+
         parent_ref = str(manifest["parent"])
         if parent_ref not in self._parents:
             self._parents[parent_ref] = load_parent(self._store, parent_ref)

@@ -29,7 +29,8 @@ import re
 import signal
 from collections.abc import Callable, Iterable, Mapping
 
-from sink.preparation.failpoints import FAILPOINTS as PREPARATION_POINTS
+# Not sink.preparation.failpoints: importing it would load the whole preparation package (start-up cost).
+from sink.preparation_points import FAILPOINTS as PREPARATION_POINTS
 
 ENV_VAR = "RESTPROOF_FAILPOINT"
 ACTION_ENV_VAR = "RESTPROOF_FAILPOINT_ACTION"

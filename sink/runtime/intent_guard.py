@@ -19,9 +19,8 @@ from __future__ import annotations
 from sink.artifacts.documents import read_document
 from sink.artifacts.port import ImmutableArtifactPort
 from sink.contracts.errors import DeliveryError, ErrorCode
-from sink.contracts.plan import CompiledPlan, PlanDigests
+from sink.contracts.plan import PLAN_ARTIFACT_SCHEMA_ID, CompiledPlan, PlanDigests
 from sink.journal.records import AdmittedParent
-from sink.preparation import PLAN_ARTIFACT_SCHEMA_ID
 
 # Identity digests; execution_policy_digest is deliberately not one (see above).
 IDENTITY_DIGESTS = tuple(name for name in PlanDigests.model_fields if name != "execution_policy_digest")

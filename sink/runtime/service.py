@@ -13,14 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sink.artifacts.documents import read_document
 from sink.artifacts.port import ImmutableArtifactPort
-from sink.contracts.plan import CompiledPlan
+from sink.contracts.plan import PLAN_ARTIFACT_SCHEMA_ID, CompiledPlan
 from sink.journal.port import DeliveryJournalPort, JournalRejection
 from sink.journal.records import AdmittedParent, Attempt, OperatorDecisionRecord, OrphanMarker, ParentRecord
-from sink.preparation import PLAN_ARTIFACT_SCHEMA_ID, EmptyBoundary, prepare
-from sink.preparation.sealing import Progress
 from sink.runtime.composition import (
     Inspection,
     Locations,
@@ -32,7 +31,11 @@ from sink.runtime.composition import (
 )
 from sink.runtime.intent_guard import require_admitted_intent
 from sink.runtime.outcome import RouteResult, read_result
-from sink.source import source_port
+
+if TYPE_CHECKING:
+    # Freezing, sealing and admission (with the source, planner and compiler under them) belong to
+    # ``run`` only: ``resume`` and ``inspect`` read the pinned artifacts (start-up cost).
+    from sink.preparation.sealing import Progress
 
 __all__ = [
     "ChildDetail", "DeliverySkipped", "InspectionResult", "RunSettings", "UnknownOperation", "ensure_capacity",
@@ -67,6 +70,9 @@ def ensure_capacity(journal: DeliveryJournalPort, plan: CompiledPlan) -> None:
 def run_delivery(plan: CompiledPlan, scope_from: date, scope_to: date, *, workload_dir: Path, locations: Locations,
                  settings: RunSettings, correction_revision: int = 0,
                  progress: Progress | None = None) -> RouteResult | DeliverySkipped:
+    from sink.preparation import EmptyBoundary, prepare  # noqa: PLC0415 - see the TYPE_CHECKING block
+    from sink.source import source_port  # noqa: PLC0415
+
     if plan.workload.source is None:
         raise ValueError("the workload names no source")
     source = source_port(plan.workload.source, workload_dir)

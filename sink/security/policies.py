@@ -15,7 +15,6 @@ from typing import TypeVar
 
 from pydantic import ValidationError
 
-from sink.bounded_yaml import BoundedYamlError, load_bounded_yaml_file
 from sink.contracts._base import ContractModel
 from sink.contracts.security_policy import NetworkPolicy, TlsPolicy
 from sink.security.errors import SecurityRefusal
@@ -60,6 +59,10 @@ class PolicyStore:
 
     @staticmethod
     def _load(path: Path, ref: str, kind: str, model: type[PolicyT]) -> PolicyT:
+        # Only a policy directory's file is YAML (the built-in policies are models): a process that
+        # uses built-in policies does not import PyYAML (start-up cost).
+        from sink.bounded_yaml import BoundedYamlError, load_bounded_yaml_file  # noqa: PLC0415
+
         code = f"transport.{kind}.policy_invalid"
         try:
             document = load_bounded_yaml_file(path, max_bytes=64 * 1024)

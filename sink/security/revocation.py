@@ -23,7 +23,6 @@ from typing import Literal, Protocol
 
 from pydantic import Field, ValidationError
 
-from sink.bounded_yaml import BoundedYamlError, load_bounded_yaml_file
 from sink.contracts._base import ContractModel
 from sink.contracts.errors import ExitClass
 from sink.security.errors import SecurityRefusal
@@ -59,6 +58,9 @@ class OpenGate:
 
 
 def read_revocations(path: Path) -> RevocationList:
+    # Imported here: a process without a revocation list never parses YAML (start-up cost).
+    from sink.bounded_yaml import BoundedYamlError, load_bounded_yaml_file  # noqa: PLC0415
+
     try:
         document = load_bounded_yaml_file(path, max_bytes=4 * 1024 * 1024)
         return RevocationList.model_validate(document)

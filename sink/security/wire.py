@@ -18,7 +18,6 @@ from sink.contracts.plan import PlanBinding
 from sink.contracts.profile_policy import TimeoutVector
 from sink.contracts.security_policy import NetworkPolicy, TlsPolicy
 from sink.contracts.transport import CredentialResolverPort, CredentialUnavailable, RestTransportPort
-from sink.identity import canonical_origin
 from sink.security.errors import SecurityRefusal
 from sink.security.policies import PolicyStore
 from sink.transport.auth import AuthProvider, UnsupportedAuth, auth_for
@@ -43,6 +42,9 @@ class BindingTransport:
 
 def token_origin_allowed(binding: PlanBinding, network: NetworkPolicy) -> bool:
     """The token endpoint is on the binding's own origin, or on one the network policy names."""
+    # Only an OAuth binding asks: the identity algebra is not imported by every delivery (start-up cost).
+    from sink.identity import canonical_origin  # noqa: PLC0415
+
     endpoint = binding.oauth_token_endpoint
     if endpoint is None:
         return False

@@ -166,7 +166,8 @@ def test_the_rows_cover_the_key_expiry_cell_of_a_personality_that_forgets_keys()
     assert row_cells(stripe, "postgres") == [Cell("receiver", ("key_expiry",), "sync_batch", "stripe-like", "postgres")]
     # aip-155 answers a lapsed request_id with the current state and no receipt: a cell of its own
     aip155 = ROWS["sync.aip155.short_keys.retention_lapse"]
-    assert row_cells(aip155, "sqlite") == [Cell("receiver", ("key_expiry",), "sync_batch", "aip-155-request-id", "sqlite")]
+    assert row_cells(aip155, "sqlite") == [Cell("receiver", ("key_expiry",), "sync_batch", "aip-155-request-id",
+                                                "sqlite")]
     assert aip155.caught_duplicating == ("naive-retry", "naive-idempotency-key")
     assert aip155.expect.end == ("blocked",)
     # Keys kept for good (fingerprint ledger) or none kept (bare 409): nothing can lapse.
