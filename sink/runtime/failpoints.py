@@ -18,7 +18,8 @@ cleanup runs, exactly like a machine losing power. Unarmed, ``hit`` is one falsy
 ``RESTPROOF_FAILPOINT_ACTION=stop`` makes an armed point SIGSTOP the process instead of killing
 it: the worker freezes exactly there, and whoever launched it acts on the world (the certification
 harness kills the journal server) before it sends SIGCONT; the worker then goes on as if nothing
-happened, and meets the changed world at its next step. ``kill`` is the default.
+happened, and meets the changed world at its next step. ``kill`` is the default. Either way a point
+acts the first time it is reached in a process only.
 """
 
 from __future__ import annotations
@@ -165,8 +166,13 @@ class Failpoints:
         return self._armed
 
     def hit(self, name: str) -> None:
-        """Die (or freeze) here if ``name`` is armed. Unarmed: one test of an empty set, nothing else."""
+        """Die (or freeze) here if ``name`` is armed, the first time only. Unarmed: one test of an
+        empty set, nothing else."""
         if self._armed and name in self._armed:
+            # Once per process: a frozen worker is woken once by whoever acted on the world, and a
+            # step met twice in one run (an async run releases its mutation and its observation
+            # lease) would otherwise freeze it again with nobody left to wake it.
+            self._armed = self._armed - {name}
             self._kill(name)
         elif self._armed and name not in _KNOWN:
             # Only checked while armed (a certification run): a misspelt point must not go quiet.

@@ -132,6 +132,19 @@ def test_hit_kills_only_at_armed_points() -> None:
     assert killed == ["http.poll.before_send"]
 
 
+def test_an_armed_point_acts_the_first_time_it_is_reached_only() -> None:
+    # A stopped worker is woken once; a second stop at the same point (an async run releases two
+    # leases) would leave it frozen until the harness's time limit.
+    acted: list[str] = []
+    points = Failpoints(["journal.release_lease.after", "http.poll.before_send"], kill=acted.append)
+    points.hit("journal.release_lease.after")
+    points.hit("journal.release_lease.after")
+    assert acted == ["journal.release_lease.after"]
+    assert points.armed == {"http.poll.before_send"}  # the other point stays armed
+    points.hit("http.poll.before_send")
+    assert acted == ["journal.release_lease.after", "http.poll.before_send"]
+
+
 def test_armed_process_refuses_hits_of_unlisted_points() -> None:
     points = Failpoints(["http.poll.before_send"], kill=lambda name: None)
     with pytest.raises(ValueError, match=r"unlisted failpoint http\.poll\.typo"):
@@ -183,18 +196,20 @@ def test_stop_action_freezes_the_process_exactly_there_until_sigcont() -> None:
     target = "journal.record_submit_result.before"
     env = {k: v for k, v in os.environ.items() if k != ENV_VAR}
     env.update({ENV_VAR: target, ACTION_ENV_VAR: "stop"})
-    process = subprocess.Popen([sys.executable, "-c", SCRIPT, "http.submit.before_send", target], env=env,
+    # the target is reached twice: frozen and woken once, the second time it goes through
+    process = subprocess.Popen([sys.executable, "-c", SCRIPT, "http.submit.before_send", target, target], env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         status = os.waitid(os.P_PID, process.pid, os.WSTOPPED)  # blocks until the point freezes it
         assert status is not None and status.si_code == os.CLD_STOPPED
         os.kill(process.pid, signal.SIGCONT)
-        out, err = process.communicate(timeout=60)
+        out, err = process.communicate(timeout=30)
     finally:
         process.kill()
     assert process.returncode == 0  # it went on where it stopped
     assert out.splitlines() == ["before http.submit.before_send", "after http.submit.before_send",
-                                f"before {target}", f"after {target}"]
+                                f"before {target}", f"after {target}", f"before {target}", f"after {target}"]
+    assert err.count("restproof failpoint") == 1
     assert f"restproof failpoint {target}: SIGSTOP" in err
 
 
