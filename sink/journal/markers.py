@@ -35,6 +35,11 @@ NOT_SENT_FORMAT = "restproof.may-attempt-not-sent.v1"
 _ORDINAL_FILE = re.compile(r"^(\d{10})\.json\Z")
 
 
+def _digest_of(raw: bytes) -> str:
+    """A marker file's digest: of its exact bytes, as stored."""
+    return "sha256:" + hashlib.sha256(raw).hexdigest()
+
+
 @dataclass(frozen=True, slots=True)
 class MayAttemptMarker:
     operation_namespace: str
@@ -66,7 +71,7 @@ class MayAttemptMarker:
         return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
 
     def digest(self) -> str:
-        return "sha256:" + hashlib.sha256(self.canonical_bytes()).hexdigest()
+        return _digest_of(self.canonical_bytes())
 
     def same_binding(self, other: MayAttemptMarker) -> bool:
         """Equal in everything but creation time (a re-publish after a crash is the same marker)."""
@@ -207,7 +212,7 @@ class FileMarkerStore:
                 raise FileExistsError(final)
             return self._resolve_existing(raced, marker)
         # The digest of the very bytes published (``marker.digest()`` would encode them again).
-        return StoredMarker(marker, "sha256:" + hashlib.sha256(raw).hexdigest(), created=True)
+        return StoredMarker(marker, _digest_of(raw), created=True)
 
     def _publish_once(self, final: Path, raw: bytes) -> bool:
         """Write ``raw`` to ``final`` atomically and durably unless it exists; True if we created it."""
@@ -251,7 +256,7 @@ class FileMarkerStore:
             raw = _read_no_follow(self._claim_path(operation_namespace, operation_id, attempt_ordinal))
         except FileNotFoundError:
             return None
-        return "sha256:" + hashlib.sha256(raw).hexdigest()
+        return _digest_of(raw)
 
     def _attestation_path(self, operation_namespace: str, operation_id: str, attempt_ordinal: int) -> Path:
         return self._path(operation_namespace, operation_id, attempt_ordinal).with_suffix(".not-sent.json")
@@ -291,7 +296,7 @@ class FileMarkerStore:
         except FileNotFoundError:
             return None
         marker = _decode(raw)
-        return StoredMarker(marker, "sha256:" + hashlib.sha256(raw).hexdigest(), created=False)
+        return StoredMarker(marker, _digest_of(raw), created=False)
 
     def scan(self) -> Iterator[StoredMarker | UnreadableMarker]:
         if not self._root.is_dir():
@@ -306,7 +311,7 @@ class FileMarkerStore:
                         raw = _read_no_follow(file)
                     except OSError:
                         raw = b""  # a planted symlink: never followed, counted as an unreadable marker
-                    digest = "sha256:" + hashlib.sha256(raw).hexdigest()
+                    digest = _digest_of(raw)
                     try:
                         yield StoredMarker(_decode(raw), digest, created=False)
                     except (ValueError, TypeError, KeyError):
