@@ -133,7 +133,6 @@ class _Scheduler:
                 cost = expected_seconds(item.row, role)
                 jobs.setdefault(item.row.catalog, []).append(_Job(index, position, item.row, spec, role, cost))
         self._queues = {catalog: deque(sorted(queue, key=lambda job: -job.cost)) for catalog, queue in jobs.items()}
-        self._left = {catalog: sum(job.cost for job in queue) for catalog, queue in jobs.items()}
         self._order = {catalog: position for position, catalog in enumerate(self._queues)}
         self._lanes: dict[Path, int] = dict.fromkeys(self._queues, 0)
         self._lock = threading.Lock()
@@ -141,21 +140,16 @@ class _Scheduler:
     def next(self, current: Path | None) -> _Job | None:
         with self._lock:
             if current is not None and self._queues.get(current):
-                return self._take(current)
+                return self._queues[current].popleft()
             if current in self._lanes:
                 self._lanes[current] -= 1  # this lane leaves its drained catalog
             waiting = [catalog for catalog, jobs in self._queues.items() if jobs]
             if not waiting:
                 return None
-            chosen = max(waiting, key=lambda catalog: (self._left[catalog] / (self._lanes[catalog] + 1),
-                                                       -self._order[catalog]))
+            chosen = max(waiting, key=lambda catalog: (sum(job.cost for job in self._queues[catalog])
+                                                       / (self._lanes[catalog] + 1), -self._order[catalog]))
             self._lanes[chosen] += 1
-            return self._take(chosen)
-
-    def _take(self, catalog: Path) -> _Job:
-        job = self._queues[catalog].popleft()
-        self._left[catalog] -= job.cost
-        return job
+            return self._queues[chosen].popleft()
 
 
 def run_row(family: Family, job: RowJob) -> SinkRowResult:
