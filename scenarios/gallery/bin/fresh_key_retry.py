@@ -7,28 +7,20 @@ Usage: fresh_key_retry.py BUNDLE_DIR RECEIVER_URL
 """
 
 import sys
-import time
 import uuid
 
-from gallery_common import TRANSPORT_ERRORS, call, load_bundle, report
+from gallery_common import call, load_bundle, report, send_until_accepted
 
 
 def main(argv):
     _, children = load_bundle(argv[0])
     units = []
     for child, body in children:
-        status = "failed"
-        for _ in range(4):
+        def attempt(child=child, body=body):
             headers = {"Content-Type": child["content_type"], "Idempotency-Key": f"k-{uuid.uuid4().hex}"}
-            try:
-                code, _, _ = call(child["method"], argv[1].rstrip("/") + child["path_and_query"], body, headers)
-            except TRANSPORT_ERRORS:
-                time.sleep(0.2)
-                continue
-            if 200 <= code < 300:
-                status = "completed"
-                break
-            time.sleep(0.2)
+            return call(child["method"], argv[1].rstrip("/") + child["path_and_query"], body, headers)
+
+        status = send_until_accepted(attempt)
         units.append({"scope_from": child["scope_from"], "scope_to": child["scope_to"], "status": status})
     return report(units)
 

@@ -8,11 +8,10 @@ Usage: fresh_request_id_retry.py BUNDLE_DIR RECEIVER_URL
 """
 
 import sys
-import time
 import uuid
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from gallery_common import TRANSPORT_ERRORS, call, load_bundle, report
+from gallery_common import call, load_bundle, report, send_until_accepted
 
 
 def with_fresh_request_id(path_and_query):
@@ -25,18 +24,11 @@ def main(argv):
     _, children = load_bundle(argv[0])
     units = []
     for child, body in children:
-        status = "failed"
-        for _ in range(4):
+        def attempt(child=child, body=body):
             target = argv[1].rstrip("/") + with_fresh_request_id(child["path_and_query"])
-            try:
-                code, _, _ = call(child["method"], target, body, {"Content-Type": child["content_type"]})
-            except TRANSPORT_ERRORS:
-                time.sleep(0.2)
-                continue
-            if 200 <= code < 300:
-                status = "completed"
-                break
-            time.sleep(0.2)
+            return call(child["method"], target, body, {"Content-Type": child["content_type"]})
+
+        status = send_until_accepted(attempt)
         units.append({"scope_from": child["scope_from"], "scope_to": child["scope_to"], "status": status})
     return report(units)
 

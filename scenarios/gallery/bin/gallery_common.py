@@ -4,6 +4,7 @@ outside restproof, the way a user writes theirs; they import nothing of it)."""
 import http.client
 import json
 import pathlib
+import time
 import urllib.error
 import urllib.request
 
@@ -25,6 +26,26 @@ def call(method, url, body=None, headers=None):
     except ValueError:
         document = None
     return status, document, answer_headers
+
+
+def _answered_2xx(code, _document):
+    return 200 <= code < 300
+
+
+def send_until_accepted(attempt, tries=4, pause_s=0.2, accepted=_answered_2xx):
+    """Call ``attempt()`` (one request; each call may build it anew) until an answer is accepted:
+    "completed", or "failed" after ``tries``. A transport error and a refused answer are both retried,
+    after ``pause_s``: what a task under an orchestrator's retries does."""
+    for _ in range(tries):
+        try:
+            code, document, _ = attempt()
+        except TRANSPORT_ERRORS:
+            time.sleep(pause_s)
+            continue
+        if accepted(code, document):
+            return "completed"
+        time.sleep(pause_s)
+    return "failed"
 
 
 def load_bundle(directory):

@@ -9,24 +9,19 @@ Usage: scope_creep.py BUNDLE_DIR RECEIVER_URL
 import datetime
 import json
 import sys
-import time
 
-from gallery_common import TRANSPORT_ERRORS, call, load_bundle, report
+from gallery_common import call, load_bundle, report, send_until_accepted
+
+
+def _accepted(code, document):
+    return 200 <= code < 300 or (code == 409 and isinstance(document, dict) and bool(document.get("receipt_id")))
 
 
 def send(base, child, body):
     headers = dict(child["headers"])
     headers["Content-Type"] = child["content_type"]
-    for _ in range(6):
-        try:
-            code, document, _ = call(child["method"], base + child["path_and_query"], body, headers)
-        except TRANSPORT_ERRORS:
-            time.sleep(0.3)
-            continue
-        if 200 <= code < 300 or (code == 409 and isinstance(document, dict) and document.get("receipt_id")):
-            return "completed"
-        time.sleep(0.3)
-    return "failed"
+    return send_until_accepted(lambda: call(child["method"], base + child["path_and_query"], body, headers),
+                               tries=6, pause_s=0.3, accepted=_accepted)
 
 
 def main(argv):
