@@ -8,7 +8,7 @@ takes milliseconds instead of the ~11 s of a mock receiver start."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -238,6 +238,16 @@ def fast_rig(work: Path, transport: ScriptedTransport, *, days: tuple[str, ...] 
         built.parent_id = admit(journal, children)
         journal.writes.clear()  # the admission's own writes are not the runtime's
     return built
+
+
+def scripted_rig(work: Path, submits: Sequence[Answer], *,
+                 profile: OperationProfile | None = None, **kwargs: object) -> FastRig:
+    """A ``fast_rig`` whose transport answers the mutations with ``submits`` in order and every
+    read-only summary with exactly the children's rows (``reads``); the sync profile by default."""
+    transport = ScriptedTransport(list(submits))
+    rig = fast_rig(work, transport, profile=profile or sync_profile(), **kwargs)  # type: ignore[arg-type]
+    transport.read = reads(rig.children)
+    return rig
 
 
 def accepted(rows: int = 3, receipt: str = "r-1") -> TransportOutcome:

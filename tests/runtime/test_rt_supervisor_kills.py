@@ -25,6 +25,7 @@ from rt_ports import (
     fast_rig,
     gone_after_send,
     reads,
+    scripted_rig,
     submit_step,
     summary_of,
 )
@@ -50,13 +51,9 @@ def _run(rig: FastRig) -> RouteResult:
     return Supervisor(rig.ports, rig.config).run_parent(rig.parent_id)
 
 
-def _sync_rig(work: Path, submits: list, *, days: tuple[str, ...] = ("2026-08-01",), summary: bool = True,
-              **kwargs: object) -> FastRig:
-    transport = ScriptedTransport(submits)
-    rig = fast_rig(work, transport, days=days, profile=kwargs.pop("profile", None) or sync_profile(summary=summary),
-                   **kwargs)  # type: ignore[arg-type]
-    transport.read = reads(rig.children)
-    return rig
+def _sync_rig(work: Path, submits: list, *, summary: bool = True, **kwargs: object) -> FastRig:
+    profile = kwargs.pop("profile", None) or sync_profile(summary=summary)
+    return scripted_rig(work, submits, profile=profile, **kwargs)  # type: ignore[arg-type]
 
 
 def _async_profile() -> OperationProfile:

@@ -22,6 +22,7 @@ from rt_ports import (
     fast_rig,
     gone_after_send,
     reads,
+    scripted_rig,
     submit_step,
 )
 from rt_support import ASYNC_PROFILE, no_fence, not_started, profile, reached_peer, response
@@ -53,12 +54,8 @@ TWO_DAYS = ("2026-08-01", "2026-08-02")
 OPERATOR = Actor(ActorKind.OPERATOR, "oncall-1", reconciliation_id="rc-1")
 
 
-def _rig(work: Path, submits: list, *, days: tuple[str, ...] = ("2026-08-01",), **kwargs: object) -> FastRig:
-    transport = ScriptedTransport(submits)
-    rig = fast_rig(work, transport, days=days, profile=kwargs.pop("profile", None) or sync_profile(),
-                   **kwargs)  # type: ignore[arg-type]
-    transport.read = reads(rig.children)
-    return rig
+def _rig(work: Path, submits: list, **kwargs: object) -> FastRig:
+    return scripted_rig(work, submits, **kwargs)  # type: ignore[arg-type]
 
 
 def _run(rig: FastRig) -> RouteResult:

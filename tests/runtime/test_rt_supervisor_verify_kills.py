@@ -14,31 +14,24 @@ from rt_ports import (
     NoSummaryRequests,
     accepted,
     drive,
-    fast_rig,
     reads,
+    scripted_rig,
     submit_step,
     summary_of,
 )
 from rt_support import reached_peer, response
 
 from sink.contracts.errors import ExitClass
-from sink.contracts.profile import OperationProfile
 from sink.contracts.profile_verification import VerificationSpec
 from sink.contracts.results import ChildResult, ChildStatus
 from sink.contracts.state import ExecutionState, RemoteEffect, VerificationState
 from sink.contracts.transport import TransportOutcome
 from sink.runtime.journal_moves import facts_digest
-from sink.testing import ScriptedTransport
 from tests.supervisor.sv_support import sync_profile
 
 
-def _rig(work: Path, submits: list[TransportOutcome], *, profile: OperationProfile | None = None,
-         rows_per_day: int = 3, **kwargs: object) -> FastRig:
-    transport = ScriptedTransport(list(submits))
-    rig = fast_rig(work, transport, profile=profile or sync_profile(), rows_per_day=rows_per_day,
-                   **kwargs)  # type: ignore[arg-type]
-    transport.read = reads(rig.children)
-    return rig
+def _rig(work: Path, submits: list[TransportOutcome], *, rows_per_day: int = 3, **kwargs: object) -> FastRig:
+    return scripted_rig(work, submits, rows_per_day=rows_per_day, **kwargs)  # type: ignore[arg-type]
 
 
 def _drive(rig: FastRig) -> ChildResult:
