@@ -21,12 +21,12 @@ from mock_receiver import strict_json
 from mock_receiver.admin_guard import AdminRoute, admin_body
 from mock_receiver.behaviour import Behaviour, BehaviourError, describe_validation_error, load_behaviour_bytes
 from mock_receiver.engine import TERMINAL_STATES, finish_job, load_job, settle_due_jobs
+from mock_receiver.host_guard import ADMIN_PREFIX
 from mock_receiver.intake import receiver_of
 from mock_receiver.ledger import MAX_CLOCK_OFFSET_SECONDS, Txn
 from mock_receiver.problems import ProblemError
 from mock_receiver.secret_sources import AuthConfigError
 
-ADMIN_PREFIX = "/_admin"
 _INT64_MAX = 2**63 - 1
 
 router = APIRouter(prefix=ADMIN_PREFIX, tags=["admin"], route_class=AdminRoute)

@@ -13,8 +13,9 @@ import base64
 
 from fastapi import APIRouter, Request
 
-from mock_receiver.admin import ADMIN_PREFIX, After, Limit, Text, _filters, _page, _settle
+from mock_receiver.admin import After, Limit, Text, _filters, _page, _settle
 from mock_receiver.admin_guard import AdminRoute
+from mock_receiver.host_guard import ADMIN_PREFIX
 from mock_receiver.intake import receiver_of
 from mock_receiver.ledger import Txn
 

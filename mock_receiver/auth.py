@@ -31,12 +31,12 @@ from mock_receiver.auth_spec import (
     OAuthClientCredentialsAuth,
 )
 from mock_receiver.behaviour import Behaviour
+from mock_receiver.host_guard import is_admin_path
 from mock_receiver.oauth_tokens import TokenStore
 from mock_receiver.problems import ProblemError
 from mock_receiver.secret_sources import read_secret
 
 REALM = "mock-receiver"
-ADMIN_PREFIX = "/_admin"
 UNCHECKED_PATHS = frozenset({"/oauth/token"})
 """The token endpoint authenticates the client itself (RFC 6749 section 2.3)."""
 
@@ -257,8 +257,7 @@ class AuthMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = str(scope.get("path", ""))
-        if scope["type"] != "http" or path in UNCHECKED_PATHS or path == ADMIN_PREFIX \
-                or path.startswith(ADMIN_PREFIX + "/"):
+        if scope["type"] != "http" or path in UNCHECKED_PATHS or is_admin_path(path):
             await self.app(scope, receive, send)
             return
         extensions = scope.get("extensions") or {}
