@@ -27,6 +27,15 @@ ADMIN_HEADERS = {"X-Restproof-Admin": "1"}
 START_TIMEOUT_S = 120.0
 """Generous: on a loaded 2-core machine N lanes start their servers at the same moment."""
 PAGE_LIMIT = 1000
+CONNECT_RETRIES = 3
+"""A call whose connection is refused is retried (httpx retries connect failures only: nothing was
+sent, so even a non-idempotent call such as ``clock/advance`` is safe to repeat). On a 2-core machine
+with twelve lanes and their sink processes, a receiver or proxy sometimes refuses one connection."""
+
+
+def service_client() -> httpx.Client:
+    """The harness's client of its own services' admin and control APIs."""
+    return httpx.Client(timeout=30.0, transport=httpx.HTTPTransport(retries=CONNECT_RETRIES))
 
 
 class ServiceUnavailable(RuntimeError):
@@ -98,11 +107,17 @@ class Receiver:
             if after is None:
                 return items
 
-    def _get(self, path: str, params: dict[str, Any] | None = None) -> Any:
+    def _send(self, method: str, url: str, **options: Any) -> httpx.Response:
+        """Every call to the receiver: a transport failure is the service being unavailable (exit 3),
+        never an internal error."""
         try:
-            response = self.client.get(self.admin_url + path, params=params)
+            return self.client.request(method, url, **options)
         except httpx.HTTPError as exc:
-            raise ServiceUnavailable(f"receiver admin API unreachable: {type(exc).__name__}") from None
+            raise ServiceUnavailable(f"receiver unreachable ({method} {urlsplit(url).path}): "
+                                     f"{type(exc).__name__}") from None
+
+    def _get(self, path: str, params: dict[str, Any] | None = None) -> Any:
+        response = self._send("GET", self.admin_url + path, params=params)
         if response.status_code != 200:
             raise ServiceUnavailable(f"receiver admin API answered {response.status_code} for {path}")
         return response.json()
@@ -133,15 +148,6 @@ class Receiver:
     def jobs(self) -> list[dict[str, Any]]:
         return self._pages("/_admin/jobs")
 
-    def summary(self, resource: str, range_start: str, range_end: str) -> dict[str, Any]:
-        response = self.client.get(
-            f"{self.data_url}/mock/v1/resources/{resource}/summary",
-            params={"range_start": range_start, "range_end": range_end},
-        )
-        response.raise_for_status()
-        document: dict[str, Any] = response.json()
-        return document
-
     def rows(self) -> list[dict[str, Any]]:
         """Every row the receiver holds (its canonical encoding, base64), for the content check."""
         return self._pages("/_admin/rows")
@@ -151,13 +157,13 @@ class Receiver:
         return document
 
     def post(self, path: str, body: dict[str, Any] | None = None) -> Any:
-        response = self.client.post(self.admin_url + path, json=body or {}, headers=ADMIN_HEADERS)
+        response = self._send("POST", self.admin_url + path, json=body or {}, headers=ADMIN_HEADERS)
         if response.status_code >= 400:
             raise ServiceUnavailable(f"receiver admin API refused {path}: {response.status_code}")
         return response.json() if response.content else None
 
     def put_behaviour(self, document: dict[str, Any]) -> None:
-        response = self.client.put(self.admin_url + "/_admin/behaviour", json=document, headers=ADMIN_HEADERS)
+        response = self._send("PUT", self.admin_url + "/_admin/behaviour", json=document, headers=ADMIN_HEADERS)
         if response.status_code == 422:
             raise RuleRefused("the receiver refused the row's behaviour change as invalid (422)")
         if response.status_code >= 400:
@@ -165,7 +171,7 @@ class Receiver:
 
     def cancel_job(self, job_id: str) -> bool:
         """Cancel a job from outside (an operator at the receiver); False when it was already terminal."""
-        response = self.client.post(f"{self.admin_url}/_admin/jobs/{job_id}/cancel", headers=ADMIN_HEADERS)
+        response = self._send("POST", f"{self.admin_url}/_admin/jobs/{job_id}/cancel", headers=ADMIN_HEADERS)
         if response.status_code == 409:
             return False
         if response.status_code >= 400:
@@ -196,7 +202,7 @@ def receiver_process(behaviour: Path, state_dir: Path, *, start_timeout: float =
     with ExitStack() as stack:
         stack.callback(_stop, process)
         info = _wait_for_file(state_dir / "endpoints.json", process, "mock-receiver", start_timeout)
-        client = stack.enter_context(httpx.Client(timeout=30.0))
+        client = stack.enter_context(service_client())
         receiver = Receiver(process, str(info["data_url"]), str(info["admin_url"]), client, behaviour, state_dir)
         stack.callback(lambda: _stop(receiver.process))  # the one running now, after any restart
         yield receiver
@@ -279,6 +285,6 @@ def proxy_process(upstream: str, work_dir: Path, seed: int, also_listen: tuple[s
     with ExitStack() as stack:
         stack.callback(_stop, process)
         info = _wait_for_file(ready, process, "fault-proxy", start_timeout)
-        client = stack.enter_context(httpx.Client(timeout=30.0))
+        client = stack.enter_context(service_client())
         yield Proxy(process, f"http://{info['proxy']}", f"http://{info['control']}", client,
                     tuple(str(address) for address in info.get("also", ())))

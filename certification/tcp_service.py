@@ -22,7 +22,7 @@ from typing import Any
 
 import httpx
 
-from certification.services import START_TIMEOUT_S, ServiceUnavailable, _stop
+from certification.services import START_TIMEOUT_S, ServiceUnavailable, _stop, service_client
 
 READY_PREFIX = "fault-proxy tcp API listening on "
 PROXY_NAME = "sink"
@@ -97,7 +97,7 @@ def tcp_proxy_process(upstream: tuple[str, int], seed: int, *, start_timeout: fl
     with ExitStack() as stack:
         stack.callback(_stop, process)
         api_url = _read_ready(process, start_timeout).rstrip("/")
-        client = stack.enter_context(httpx.Client(timeout=30.0))
+        client = stack.enter_context(service_client())
         deadline = time.monotonic() + start_timeout
         while True:
             try:

@@ -1,0 +1,73 @@
+"""The harness's calls to its own services (the receiver's admin API): a service that stops
+answering is ``ServiceUnavailable`` (``certify`` exit 3 with the call named), never an internal error
+(exit 1); a refused connection is retried first, since nothing was sent on it."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+
+from certification.services import CONNECT_RETRIES, Receiver, ServiceUnavailable, service_client
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _receiver(port: int) -> Receiver:
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    url = f"http://127.0.0.1:{port}"
+    return Receiver(process, url, url, service_client())
+
+
+@pytest.mark.parametrize("call", [
+    lambda r: r.reset(), lambda r: r.advance_clock(5), lambda r: r.put_behaviour({}), lambda r: r.cancel_job("j"),
+    lambda r: r.effects(), lambda r: r.in_flight(),
+], ids=["reset", "advance_clock", "put_behaviour", "cancel_job", "effects", "in_flight"])
+def test_a_receiver_that_refuses_connections_is_unavailable_not_an_internal_error(call: object) -> None:
+    receiver = _receiver(_free_port())  # nothing listens there
+    with pytest.raises(ServiceUnavailable, match=r"receiver unreachable .*ConnectError"):
+        call(receiver)  # type: ignore[operator]
+
+
+@contextmanager
+def _listener_from(port: int, delay_s: float) -> Iterator[list[bytes]]:
+    """Nothing listens on ``port`` for ``delay_s`` (connections are refused), then one request is
+    answered: the receiver reports no data request in flight."""
+    seen: list[bytes] = []
+    ready = threading.Event()
+
+    def serve() -> None:
+        time.sleep(delay_s)
+        with socket.create_server(("127.0.0.1", port)) as server:
+            ready.set()
+            server.settimeout(10)
+            conn, _ = server.accept()
+            with conn:
+                seen.append(conn.recv(65536))
+                body = b'{"data_requests_in_flight": 0}'
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                             + str(len(body)).encode() + b"\r\n\r\n" + body)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield seen
+    thread.join(timeout=15)
+
+
+def test_a_call_refused_while_the_service_comes_up_is_retried_and_answered() -> None:
+    port = _free_port()
+    with _listener_from(port, delay_s=0.2) as seen:
+        assert _receiver(port).in_flight() == 0
+    assert len(seen) == 1 and seen[0].startswith(b"GET /_admin/stats")
+    assert CONNECT_RETRIES >= 1
