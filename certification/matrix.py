@@ -198,10 +198,15 @@ class RowRunner:
                              finished.ended_at, claims, problem if finished.exit_code >= 0 else None, checkpoint))
         self._snapshot(index)
 
-    def _snapshot(self, after_run: int) -> None:
+    def _snapshot(self, after_run: int) -> list[dict[str, Any]]:
+        """The receiver's rows now, kept as a snapshot of the day states; the rows themselves are
+        returned so the judge reads the final ledger once, not once per use."""
         receiver, dataset = self.family.receiver, self.row.dataset
-        if receiver is not None and dataset is not None:
-            self.snapshots.append(snapshot(after_run, receiver.rows(), receiver.jobs(), dataset))
+        if receiver is None or dataset is None:
+            return []
+        rows = receiver.rows()
+        self.snapshots.append(snapshot(after_run, rows, receiver.jobs(), dataset))
+        return rows
 
     def _first_run(self) -> None:
         launched = Launched(self._invocation(self.sink.run, 1, self.fault.environment(())),
@@ -301,8 +306,8 @@ class RowRunner:
         if receiver is not None:
             try:
                 receiver.advance_clock(SETTLE_CLOCK_S)  # settle every job the sink left
-                self._snapshot(0)
-                effects = effects_of(receiver.effects(), receiver.rows(), row.dataset.universe)
+                final_rows = self._snapshot(0)
+                effects = effects_of(receiver.effects(), final_rows, row.dataset.universe)
             except ServiceUnavailable:
                 ledger_read = False
         fence = row.contract.sync_fence if row.family == "sync_batch" else row.contract.async_fence

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from certification.services import CONNECT_RETRIES, Receiver, ServiceUnavailable, service_client
+from certification.services import CONNECT_RETRIES, Proxy, Receiver, ServiceUnavailable, service_client
 
 
 def _free_port() -> int:
@@ -71,3 +71,46 @@ def test_a_call_refused_while_the_service_comes_up_is_retried_and_answered() -> 
         assert _receiver(port).in_flight() == 0
     assert len(seen) == 1 and seen[0].startswith(b"GET /_admin/stats")
     assert CONNECT_RETRIES >= 1
+
+
+def test_settle_polls_less_often_the_longer_it_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    receiver = _receiver(_free_port())
+    answers = iter([3] * 8 + [0])
+    pauses: list[float] = []
+    monkeypatch.setattr(Receiver, "in_flight", lambda self: next(answers))
+    monkeypatch.setattr("certification.services.time.sleep", pauses.append)
+    assert receiver.settle(60.0, poll_s=0.05, max_poll_s=1.0) == 0
+    assert pauses == [0.05, 0.1, 0.2, 0.4, 0.8, 1.0, 1.0, 1.0]
+
+
+def test_settle_gives_up_at_its_deadline_with_the_count_still_in_flight(monkeypatch: pytest.MonkeyPatch) -> None:
+    receiver = _receiver(_free_port())
+    monkeypatch.setattr(Receiver, "in_flight", lambda self: 2)
+    assert receiver.settle(0.3, poll_s=0.05) == 2
+
+
+def _proxy_with_pages(pages: list[dict[str, object]]) -> tuple[Proxy, list[str]]:
+    asked: list[str] = []
+    answers = iter(pages)
+    proxy = Proxy(subprocess.Popen([sys.executable, "-c", "pass"]), "http://127.0.0.1:1", "http://127.0.0.1:1",
+                  service_client())
+
+    def call(method: str, path: str, body: object = None) -> object:
+        asked.append(path)
+        return next(answers)
+
+    proxy._call = call  # type: ignore[method-assign]
+    return proxy, asked
+
+
+def test_the_proxy_log_is_read_in_one_call_when_its_page_reaches_next_seq() -> None:
+    proxy, asked = _proxy_with_pages([{"entries": [{"seq": 4}, {"seq": 5}], "next_seq": 6, "dropped": 1}])
+    assert proxy.log_with_gaps() == ([{"seq": 4}, {"seq": 5}], 1)
+    assert asked == ["/log?since=0"]
+
+
+def test_a_proxy_log_page_that_stops_short_is_followed_from_its_last_entry() -> None:
+    proxy, asked = _proxy_with_pages([{"entries": [{"seq": 1}], "next_seq": 4, "dropped": 0},
+                                      {"entries": [{"seq": 2}, {"seq": 3}], "next_seq": 4, "dropped": 0}])
+    assert proxy.log_with_gaps() == ([{"seq": 1}, {"seq": 2}, {"seq": 3}], 0)
+    assert asked == ["/log?since=0", "/log?since=1"]
