@@ -41,6 +41,9 @@ RESTART_WITHIN_S = 20.0
 """A SIGKILLed postmaster's backends notice its death and exit; until they have, the shared memory
 is still attached and a new postmaster refuses to start. They exit within a second or two."""
 FREEZE_POLL_S = 0.01
+BACKENDS_EXIT_S = 10.0
+"""How long a SIGKILLed postmaster's backends get to notice its death and exit before the frozen
+worker is let go; any still alive then is killed too."""
 
 
 def process_state(pid: int) -> str | None:
@@ -50,6 +53,35 @@ def process_state(pid: int) -> str | None:
     except OSError:
         return None
     return stat.rsplit(")", 1)[1].split()[0]  # the command name may hold spaces and parentheses
+
+
+def children_of(pid: int) -> list[int]:
+    """The live processes whose parent is ``pid`` (read from /proc)."""
+    children = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue  # gone meanwhile
+            if int(fields[1]) == pid:
+                children.append(int(entry.name))
+    return children
+
+
+def until_gone(pids: Sequence[int], timeout_s: float) -> list[int]:
+    """Wait until every one of ``pids`` has exited (a zombie has); SIGKILL those still alive after
+    ``timeout_s``. Returns the pids that had to be killed."""
+    deadline = time.monotonic() + timeout_s
+    alive = list(pids)
+    while alive and time.monotonic() < deadline:
+        alive = [pid for pid in alive if process_state(pid) not in (None, "Z")]
+        if alive:
+            time.sleep(0.02)
+    for pid in alive:
+        with suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return alive
 
 
 class JournalServer:
@@ -73,8 +105,15 @@ class JournalServer:
         if mode == "immediate":
             self.cluster.stop("immediate")
             return
-        os.kill(self._postmaster_pid(), signal.SIGKILL)  # the postmaster; its backends follow it
+        postmaster = self._postmaster_pid()
+        backends = children_of(postmaster)
+        os.kill(postmaster, signal.SIGKILL)  # the postmaster; its backends follow it ...
         self.cluster.running = False
+        # ... but not at once: a backend serves its client until it notices the death. The worker is
+        # let go only after they have exited, so that at a `.before` point its write meets a dead server
+        # (otherwise an orphaned backend could run the write, even its COMMIT, before exiting: the kill
+        # would land between the commit's send and its acknowledgement, another row's fault).
+        until_gone(backends, BACKENDS_EXIT_S)
 
     def restart(self) -> None:
         deadline = time.monotonic() + RESTART_WITHIN_S

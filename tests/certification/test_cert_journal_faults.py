@@ -17,7 +17,7 @@ import pytest
 from certification.coverage import Cell, fault_space, row_cells
 from certification.fault_types import fault_of
 from certification.faults import FaultContext
-from certification.journal_faults import JournalKillFault, JournalServer, process_state
+from certification.journal_faults import JournalKillFault, JournalServer, children_of, process_state, until_gone
 from certification.scenarios import CatalogError, Fault, bundled_rows, load_catalog
 from certification.sinks import Invocation, Launched
 from sink.journal.postgres.cluster import ClusterUnavailable
@@ -128,6 +128,64 @@ def test_it_cannot_act_on_a_sink_without_a_journal_or_without_failpoints() -> No
 def test_process_state_reads_names_with_spaces_and_parentheses(tmp_path: Path) -> None:
     assert process_state(os.getpid()) in {"R", "S"}
     assert process_state(2 ** 22 + 12345) is None
+
+
+# A "postmaster" with two "backends" that outlive it for a moment, as a SIGKILLed postmaster's do.
+_SERVER = """
+import subprocess, sys, time
+lingering = ("import os, time\\nparent = os.getppid()\\nprint('up', flush=True)\\n"
+             "while os.getppid() == parent: time.sleep(0.01)\\ntime.sleep(0.3)")
+for _ in range(2):
+    subprocess.Popen([sys.executable, "-c", lingering])
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+def test_the_backends_of_a_killed_server_are_gone_before_the_kill_returns() -> None:
+    import signal
+    import subprocess
+    import time
+
+    server = subprocess.Popen([sys.executable, "-c", _SERVER], stdout=subprocess.PIPE, text=True)
+    assert server.stdout is not None
+    assert sorted(server.stdout.readline().strip() for _ in range(3)) == ["ready", "up", "up"]
+    backends = children_of(server.pid)
+    assert len(backends) == 2
+    os.kill(server.pid, signal.SIGKILL)
+    server.wait()
+    started = time.monotonic()
+    assert [process_state(pid) for pid in backends] != [None, None]  # they linger after their parent
+    assert until_gone(backends, timeout_s=10.0) == []  # they exited on their own
+    assert time.monotonic() - started >= 0.2
+    assert all(process_state(pid) in (None, "Z") for pid in backends)
+
+
+def test_a_sigkill_of_the_journal_server_returns_once_its_backends_are_gone(tmp_path: Path) -> None:
+    import subprocess
+    from types import SimpleNamespace
+
+    server = subprocess.Popen([sys.executable, "-c", _SERVER], stdout=subprocess.PIPE, text=True)
+    assert server.stdout is not None
+    assert sorted(server.stdout.readline().strip() for _ in range(3)) == ["ready", "up", "up"]
+    backends = children_of(server.pid)
+    (tmp_path / "postmaster.pid").write_text(f"{server.pid}\n{tmp_path}\n")
+    cluster = SimpleNamespace(data_dir=tmp_path, running=True)
+    JournalServer(cluster).kill("sigkill")  # type: ignore[arg-type]
+    server.wait(timeout=5)
+    assert cluster.running is False
+    assert all(process_state(pid) in (None, "Z") for pid in backends)  # the worker meets a dead server
+
+
+def test_backends_that_do_not_exit_in_time_are_killed() -> None:
+    import subprocess
+
+    stubborn = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert until_gone([stubborn.pid], timeout_s=0.2) == [stubborn.pid]
+        assert stubborn.wait(timeout=5) == -9
+    finally:
+        stubborn.kill()
 
 
 @pytest.mark.parametrize(("fields", "says"), [
