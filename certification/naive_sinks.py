@@ -27,14 +27,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-# httpx's package imports its own command-line client (click, rich, pygments) only to offer `httpx`
-# as a command. A full matrix starts about 840 baseline processes, and that import was about 0.1 s
-# of CPU in each (-X importtime; about 90 s of a 2-core run) for nothing a baseline does. A None
-# entry makes that one optional import fail the way httpx expects when its [cli] extra is absent
-# (the reference sink's CLI does the same); the client, its HTTP parsing and its errors are untouched.
-sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]  # the import system's "not importable"
-
-import httpx  # noqa: E402 - after the entry above
+from certification.naive_http import ExchangeFailed, NaiveClient
 
 ATTEMPTS = 4
 PAUSE_S = 0.2
@@ -69,7 +62,8 @@ def _request(child: dict[str, Any], body: bytes, key: str | None) -> tuple[str, 
 def deliver(bundle: Path, url: str, mode: str) -> tuple[list[dict[str, str]], bool]:
     document = json.loads((bundle / "bundle.json").read_text())
     units, all_ok = [], True
-    with httpx.Client(base_url=url, timeout=10.0) as client:
+    client = NaiveClient(url)
+    try:
         for child in document["children"]:
             raw = (bundle / "bodies" / child["body_file"]).read_bytes()
             key = f"naive-{uuid.uuid4().hex}" if mode == "idempotency-key" else None
@@ -77,16 +71,18 @@ def deliver(bundle: Path, url: str, mode: str) -> tuple[list[dict[str, str]], bo
             for _ in range(ATTEMPTS):
                 target, headers, body = _request(child, raw, key)
                 try:
-                    response = client.request(child["method"], target, content=body, headers=headers)
-                except httpx.HTTPError:
+                    code = client.request(child["method"], target, headers, body)
+                except ExchangeFailed:
                     time.sleep(PAUSE_S)
                     continue
-                if response.is_success:
+                if 200 <= code < 300:
                     status = "completed"
                     break
                 time.sleep(PAUSE_S)
             all_ok = all_ok and status == "completed"
             units.append({"scope_from": child["scope_from"], "scope_to": child["scope_to"], "status": status})
+    finally:
+        client.close()
     return units, all_ok
 
 
