@@ -38,6 +38,17 @@ def service_client() -> httpx.Client:
     return httpx.Client(timeout=30.0, transport=httpx.HTTPTransport(retries=CONNECT_RETRIES))
 
 
+def request_or_unavailable(client: httpx.Client, service: str, method: str, url: str, **options: Any
+                           ) -> httpx.Response:
+    """Every call to a harness service: a transport failure is the service being unavailable (exit 3,
+    the call named), never an internal error."""
+    try:
+        return client.request(method, url, **options)
+    except httpx.HTTPError as exc:
+        raise ServiceUnavailable(f"{service} unreachable ({method} {urlsplit(url).path}): "
+                                 f"{type(exc).__name__}") from None
+
+
 class ServiceUnavailable(RuntimeError):
     """A harness service did not start or stopped answering (exit class 3 of ``certify``)."""
 
@@ -108,13 +119,7 @@ class Receiver:
                 return items
 
     def _send(self, method: str, url: str, **options: Any) -> httpx.Response:
-        """Every call to the receiver: a transport failure is the service being unavailable (exit 3),
-        never an internal error."""
-        try:
-            return self.client.request(method, url, **options)
-        except httpx.HTTPError as exc:
-            raise ServiceUnavailable(f"receiver unreachable ({method} {urlsplit(url).path}): "
-                                     f"{type(exc).__name__}") from None
+        return request_or_unavailable(self.client, "receiver", method, url, **options)
 
     def _get(self, path: str, params: dict[str, Any] | None = None) -> Any:
         response = self._send("GET", self.admin_url + path, params=params)
@@ -224,10 +229,8 @@ class Proxy:
 
     def _call(self, method: str, path: str, body: Any = None) -> Any:
         headers = ADMIN_HEADERS if method != "GET" else None
-        try:
-            response = self.client.request(method, self.control_url + path, json=body, headers=headers)
-        except httpx.HTTPError as exc:
-            raise ServiceUnavailable(f"fault-proxy control API unreachable: {type(exc).__name__}") from None
+        response = request_or_unavailable(self.client, "fault-proxy control API", method, self.control_url + path,
+                                          json=body, headers=headers)
         if response.status_code == 422 and path == "/rules":
             raise RuleRefused("the fault proxy refused the rule as invalid (422)")
         if response.status_code >= 400:

@@ -22,7 +22,13 @@ from typing import Any
 
 import httpx
 
-from certification.services import START_TIMEOUT_S, ServiceUnavailable, _stop, service_client
+from certification.services import (
+    START_TIMEOUT_S,
+    ServiceUnavailable,
+    _stop,
+    request_or_unavailable,
+    service_client,
+)
 
 READY_PREFIX = "fault-proxy tcp API listening on "
 PROXY_NAME = "sink"
@@ -37,10 +43,7 @@ class TcpProxy:
     client: httpx.Client
 
     def _call(self, method: str, path: str, body: Any = None) -> Any:
-        try:
-            response = self.client.request(method, self.api_url + path, json=body)
-        except httpx.HTTPError as exc:
-            raise ServiceUnavailable(f"TCP fault proxy API unreachable: {type(exc).__name__}") from None
+        response = request_or_unavailable(self.client, "TCP fault proxy API", method, self.api_url + path, json=body)
         if response.status_code >= 400:
             raise ServiceUnavailable(f"TCP fault proxy refused {method} {path}: {response.status_code}")
         return response.json() if response.content else None
