@@ -46,26 +46,29 @@ BACKENDS_EXIT_S = 10.0
 worker is let go; any still alive then is killed too."""
 
 
-def process_state(pid: int) -> str | None:
-    """The kernel's one-letter state of ``pid`` (``T``: stopped), None once it is gone."""
+def _stat_fields(pid: int | str) -> list[str] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name (state, parent pid, ...), None once
+    the process is gone."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    return stat.rsplit(")", 1)[1].split()[0]  # the command name may hold spaces and parentheses
+    return stat.rsplit(")", 1)[1].split()  # the command name may hold spaces and parentheses
+
+
+def process_state(pid: int) -> str | None:
+    """The kernel's one-letter state of ``pid`` (``T``: stopped), None once it is gone."""
+    fields = _stat_fields(pid)
+    return None if fields is None else fields[0]
 
 
 def children_of(pid: int) -> list[int]:
     """The live processes whose parent is ``pid`` (read from /proc)."""
     children = []
     for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue  # gone meanwhile
-            if int(fields[1]) == pid:
-                children.append(int(entry.name))
+        fields = _stat_fields(entry.name) if entry.name.isdigit() else None
+        if fields is not None and int(fields[1]) == pid:
+            children.append(int(entry.name))
     return children
 
 
