@@ -132,12 +132,14 @@ def test_process_state_reads_names_with_spaces_and_parentheses(tmp_path: Path) -
 
 # A "postmaster" with two "backends" that outlive it for a moment, as a SIGKILLed postmaster's do.
 _SERVER = """
-import subprocess, sys, time
-lingering = ("import os, time\\nparent = os.getppid()\\nprint('up', flush=True)\\n"
+import os, subprocess, sys, time
+# One os.write per line: a pipe write under PIPE_BUF is atomic, so two children cannot interleave
+# their lines (print's separate writes of text and newline once gave 'upup' and '').
+lingering = ("import os, time\\nparent = os.getppid()\\nos.write(1, b'up\\\\n')\\n"
              "while os.getppid() == parent: time.sleep(0.01)\\ntime.sleep(0.3)")
 for _ in range(2):
     subprocess.Popen([sys.executable, "-c", lingering])
-print("ready", flush=True)
+os.write(1, b"ready\\n")
 time.sleep(60)
 """
 
