@@ -22,6 +22,7 @@ from certification.netns import PROCESS_MODE
 from certification.scenarios import Row
 from certification.sinks import SinkSpec
 from certification.verdicts import RowOutcome
+from certification.warm_start import SERVERS
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +71,9 @@ def execute(request: RunRequest, console: Console) -> tuple[list[RowOutcome], di
             progress.update(task, description="identity conflict matrix")
             identity = None if identity_run is None else identity_run.result()
     finally:
+        # The warm servers go with the run: their forked runs' CPU reaches this process's accounting
+        # (RUSAGE_CHILDREN) only once the servers themselves are reaped.
+        SERVERS.close()
         if identity_run is not None:
             identity_run.stop()
         if not request.keep_work:

@@ -24,11 +24,11 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
-from pathlib import Path
 from typing import Any
 
 from certification.faults import NO_FAILPOINTS, FaultContext, RowFault
 from certification.history import FaultEvidence
+from certification.procfs import children_of, process_state, until_gone
 from certification.scenarios import Fault
 from certification.sinks import Finished, Launched
 from sink.journal.postgres.cluster import Cluster, ClusterUnavailable, start_primary
@@ -44,47 +44,6 @@ FREEZE_POLL_S = 0.01
 BACKENDS_EXIT_S = 10.0
 """How long a SIGKILLed postmaster's backends get to notice its death and exit before the frozen
 worker is let go; any still alive then is killed too."""
-
-
-def _stat_fields(pid: int | str) -> list[str] | None:
-    """The fields of ``/proc/<pid>/stat`` after the command name (state, parent pid, ...), None once
-    the process is gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[1].split()  # the command name may hold spaces and parentheses
-
-
-def process_state(pid: int) -> str | None:
-    """The kernel's one-letter state of ``pid`` (``T``: stopped), None once it is gone."""
-    fields = _stat_fields(pid)
-    return None if fields is None else fields[0]
-
-
-def children_of(pid: int) -> list[int]:
-    """The live processes whose parent is ``pid`` (read from /proc)."""
-    children = []
-    for entry in Path("/proc").iterdir():
-        fields = _stat_fields(entry.name) if entry.name.isdigit() else None
-        if fields is not None and int(fields[1]) == pid:
-            children.append(int(entry.name))
-    return children
-
-
-def until_gone(pids: Sequence[int], timeout_s: float) -> list[int]:
-    """Wait until every one of ``pids`` has exited (a zombie has); SIGKILL those still alive after
-    ``timeout_s``. Returns the pids that had to be killed."""
-    deadline = time.monotonic() + timeout_s
-    alive = list(pids)
-    while alive and time.monotonic() < deadline:
-        alive = [pid for pid in alive if process_state(pid) not in (None, "Z")]
-        if alive:
-            time.sleep(0.02)
-    for pid in alive:
-        with suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    return alive
 
 
 class JournalServer:

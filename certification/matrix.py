@@ -186,7 +186,8 @@ class RowRunner:
         namespace = self.family.namespace
         prefix = namespace.prefix() if namespace is not None and host > 1 else ()  # another host, another address
         argv = render(template, values, {"journal_args": self.journal_args})
-        return Invocation((*prefix, *argv), self.work / f"host{host}", _env(extra_env))
+        warm = self.sink.warm_start.entry_of() if self.sink.warm_start is not None else None
+        return Invocation((*prefix, *argv), self.work / f"host{host}", _env(extra_env), warm)
 
     def _record(self, finished: Finished, kind: RunKind) -> None:
         # An operator command answers in its own format: it claims nothing about the delivery.
@@ -322,9 +323,11 @@ class RowRunner:
         )
         seconds = time.monotonic() - started
         cpu = round(sum(finish.cpu_s for finish in self.finishes), 3)
+        processes, warm = len(self.finishes), sum(finish.warm for finish in self.finishes)
         if receiver is None:
             return SinkRowResult(self.sink.name, self.role, UNVERIFIED, None, exit_codes, history.digest(), seconds,
-                                 (UNVERIFIED_REASON,), history, history.ending(), cpu_seconds=cpu)
+                                 (UNVERIFIED_REASON,), history, history.ending(), cpu_seconds=cpu,
+                                 processes=processes, warm_processes=warm)
         results = (*check_all(history), exercised(history))
         counters = Counters.of(results)
         if self.role == "certified":
@@ -332,4 +335,5 @@ class RowRunner:
         else:
             verdict, reasons = baseline_verdict(counters, must_be_caught)
         return SinkRowResult(self.sink.name, self.role, verdict, counters, exit_codes, history.digest(), seconds,
-                             reasons, history, history.ending(), results, cpu_seconds=cpu)
+                             reasons, history, history.ending(), results, cpu_seconds=cpu,
+                             processes=processes, warm_processes=warm)

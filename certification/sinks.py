@@ -11,13 +11,14 @@ a run is the certified one) or ``baseline`` (a known-bad sink the faults must ca
 Every process starts through a tiny launcher that reports its pid and waits for a go signal before
 ``exec``-ing the sink, so a fault that must kill *that* process is armed before its first byte. The
 harness does not reap a process before ``before_reap`` has run, so while a kill rule naming its pid is
-armed that pid cannot belong to anyone else (a zombie keeps it); the hook disarms the rule.
+armed that pid cannot belong to anyone else (a zombie keeps it); the hook disarms the rule. A sink
+that declares ``warm_start`` runs its console script as a fork of a process that imported it once
+(certification.warm_start), under the same go signal and the same reaping rule.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import threading
 import time
@@ -31,6 +32,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from certification.dataset import day_range
 from certification.documents import DocumentError, load_yaml, loads_json
+from certification.launchers import SinkProcess, start
+from certification.warm_start import WarmEntry, WarmProcess
 
 SINK_SCHEMA = "restproof.sink_under_test.v2"
 BUNDLED = Path(__file__).resolve().parents[1] / "scenarios" / "sinks"
@@ -39,21 +42,25 @@ MAX_RESULT_BYTES = 4 * 1024 * 1024
 MAX_CLAIMED_DAYS = 36_600
 """Days a result may name in all (a century): more is no delivery's scope, and the bound keeps a hostile
 result (``0001-01-01`` to ``9999-12-31``, many times) from costing the harness minutes and gigabytes."""
-_LAUNCHER = (
-    "import os, sys, time\n"
-    "go = sys.argv[1]\n"
-    "deadline = time.monotonic() + 30\n"
-    "while not os.path.exists(go) and time.monotonic() < deadline:\n"
-    "    time.sleep(0.005)\n"
-    "if not os.path.exists(go):\n"
-    "    sys.exit(70)\n"
-    "os.execvp(sys.argv[2], sys.argv[2:])\n"
-)
 Role = Literal["certified", "baseline"]
 SPREAD_PLACEHOLDERS: dict[str, tuple[str, ...]] = {"journal_args": ()}
 """Placeholders that stand for a whole argument and expand to zero or more arguments, with their
 value when the harness gives none: ``{journal_args}`` is ``--journal DSN`` on a PostgreSQL run
 (``certify run --journal``) and nothing otherwise (the sink's embedded SQLite journal)."""
+
+
+class WarmStart(BaseModel):
+    """A Python sink run as a fork of a process that imported it once (certification.warm_start)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    entry: str = Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+    """The entry point (``module:function``) of the console script the commands start with."""
+    preload: tuple[str, ...] = Field(default=(), max_length=64)
+    """Modules worth importing ahead: the ones its commands import inside functions."""
+
+    def entry_of(self) -> WarmEntry:
+        return WarmEntry(self.entry, self.preload)
 
 
 class SinkSpec(BaseModel):
@@ -69,6 +76,7 @@ class SinkSpec(BaseModel):
     result: Literal["reference_json", "units_json", "none"] = "none"
     failpoints: bool = False
     """The sink honours ``RESTPROOF_FAILPOINT`` (the reference sink's crash points)."""
+    warm_start: WarmStart | None = None
     base_dir: Path | None = Field(default=None, exclude=True)
     """The sink file's directory: ``{sink_dir}`` in its commands."""
 
@@ -118,6 +126,8 @@ class Invocation:
     argv: tuple[str, ...]
     cwd: Path
     env: Mapping[str, str]
+    warm: WarmEntry | None = None
+    """Fork it from a warm server when ``argv`` is that entry's console script (else a cold start)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +142,8 @@ class Finished:
     cpu_s: float = 0.0
     """User + system CPU of the sink process (and of the children it reaped), from the kernel's
     accounting at reaping: where a run's time goes, never a verdict."""
+    warm: bool = False
+    """Forked from a warm server (certification.warm_start) rather than started as a fresh interpreter."""
 
 
 def render(template: Sequence[str], values: Mapping[str, str],
@@ -159,7 +171,6 @@ class Launched:
 
     invocation: Invocation
     before_reap: Callable[[], None] | None = None
-    process: subprocess.Popen[bytes] = field(init=False)
     started_at: float = field(init=False)
     _output: bytearray = field(init=False, default_factory=bytearray)
 
@@ -167,24 +178,26 @@ class Launched:
         self.invocation.cwd.mkdir(parents=True, exist_ok=True)
         self._go = self.invocation.cwd / f".go-{os.getpid()}-{time.monotonic_ns()}"
         self.started_at = time.time()
-        self.process = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(self._go), *self.invocation.argv],
-            cwd=self.invocation.cwd, env=dict(self.invocation.env), stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-        )
+        self._process: SinkProcess = start(self.invocation, self._go)
         self._reader = threading.Thread(target=self._drain, daemon=True)
         self._reader.start()
 
     def _drain(self) -> None:
-        assert self.process.stdout is not None
-        for chunk in iter(lambda: self.process.stdout.read(65536), b""):  # type: ignore[union-attr]
+        stdout = self._process.stdout
+        for chunk in iter(lambda: stdout.read(65536), b""):
             room = MAX_RESULT_BYTES - len(self._output)
             if room > 0:
                 self._output.extend(chunk[:room])
+        stdout.close()
 
     @property
     def pid(self) -> int:
-        return self.process.pid
+        return self._process.pid
+
+    @property
+    def warm(self) -> bool:
+        """Forked from a warm server (rather than a fresh interpreter)?"""
+        return isinstance(self._process, WarmProcess)
 
     def go(self) -> None:
         self.started_at = time.time()
@@ -196,11 +209,7 @@ class Launched:
 
     def exited(self) -> bool:
         """Has it exited (without reaping it)?"""
-        try:
-            status = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG)
-        except ChildProcessError:
-            return True
-        return status is not None
+        return self._process.exited()
 
     def wait(self, timeout: float = RUN_TIMEOUT_S) -> Finished:
         deadline = time.monotonic() + timeout
@@ -208,7 +217,7 @@ class Launched:
         while not self.exited():
             if time.monotonic() >= deadline:
                 timed_out = True
-                self.process.kill()  # still unreaped: the pid is ours
+                self._process.kill()  # still unreaped: the pid is ours
                 while not self.exited():
                     time.sleep(0.01)
                 break
@@ -216,26 +225,16 @@ class Launched:
         ended = time.time()
         if self.before_reap is not None:
             self.before_reap()
-        code, cpu = self._reap()
+        code, cpu = self._process.reap()
         self._reader.join(timeout=10)
         self._go.unlink(missing_ok=True)
         return Finished(code, bytes(self._output).decode("utf-8", "replace"), self.started_at, ended, timed_out,
-                        cpu)
-
-    def _reap(self) -> tuple[int, float]:
-        """Reap with wait4 (the exit status and the process's CPU in one call); Popen learns the code."""
-        try:
-            _, status, usage = os.wait4(self.pid, 0)
-        except ChildProcessError:  # already reaped by Popen itself
-            return self.process.wait(), 0.0
-        code = os.waitstatus_to_exitcode(status)
-        self.process.returncode = code
-        return code, usage.ru_utime + usage.ru_stime
+                        cpu, self.warm)
 
     def kill(self) -> None:
         """SIGKILL the sink (it is unreaped, so this pid is still the sink's)."""
         if not self.exited():
-            self.process.kill()
+            self._process.kill()
 
 
 def _last_document(stdout: str) -> Any:

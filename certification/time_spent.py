@@ -19,12 +19,15 @@ SLOWEST = 5
 
 def time_spent(outcomes: Sequence[RowOutcome], *, wall: float, cpu: float) -> dict[str, Any]:
     sink_cpu: dict[str, float] = defaultdict(float)
+    started: dict[str, dict[str, int]] = defaultdict(lambda: {"processes": 0, "warm": 0})
     lane: dict[str, float] = defaultdict(float)
     per_row: list[tuple[float, str]] = []
     for outcome in outcomes:
         row_seconds = 0.0
         for result in outcome.results:
             sink_cpu[result.sink] += result.cpu_seconds
+            started[result.sink]["processes"] += result.processes
+            started[result.sink]["warm"] += result.warm_processes
             row_seconds += result.seconds
         lane[outcome.row.catalog.stem] += row_seconds
         per_row.append((row_seconds, outcome.row.row_id))
@@ -33,6 +36,7 @@ def time_spent(outcomes: Sequence[RowOutcome], *, wall: float, cpu: float) -> di
     return {
         "wall": round(wall, 1), "cpu": round(cpu, 1),
         "sink_cpu": {name: round(value, 1) for name, value in sorted(sink_cpu.items())},
+        "sink_processes": {name: dict(counts) for name, counts in sorted(started.items())},
         "other_cpu": round(max(cpu - sinks, 0.0), 1),
         "lane_seconds_by_catalog": {name: round(value, 1) for name, value in sorted(lane.items(), key=lambda i: -i[1])},
         "slowest_rows": [{"row": row, "seconds": round(seconds, 1)} for seconds, row in slowest],
@@ -45,9 +49,18 @@ def summary_facts(spent: dict[str, Any]) -> dict[str, Any]:
     return {"seconds": {"wall": spent["wall"], "cpu": spent["cpu"]}, "time_spent": spent}
 
 
+def _started(counts: dict[str, int] | None) -> str:
+    if not counts or not counts.get("processes"):
+        return ""
+    warm = f", {counts['warm']} forked warm" if counts.get("warm") else ""
+    return f" ({counts['processes']} processes{warm})"
+
+
 def describe(spent: dict[str, Any]) -> str:
     """One paragraph for the terminal."""
-    sinks = ", ".join(f"{name} {value:.0f} s" for name, value in spent["sink_cpu"].items())
+    processes = spent.get("sink_processes", {})
+    sinks = ", ".join(f"{name} {value:.0f} s{_started(processes.get(name))}"
+                      for name, value in spent["sink_cpu"].items())
     lanes = ", ".join(f"{name} {value:.0f} s" for name, value in list(spent["lane_seconds_by_catalog"].items())[:6])
     slow = ", ".join(f"{item['row']} {item['seconds']:.0f} s" for item in spent["slowest_rows"])
     return (f"time: {spent['wall']:.0f} s wall, {spent['cpu']:.0f} s CPU: sink processes {sinks}; receivers, "

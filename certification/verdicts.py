@@ -43,6 +43,9 @@ class SinkRowResult:
     checks: tuple[CheckResult, ...] = ()
     cpu_seconds: float = 0.0
     """CPU of the sink's own processes on this row (``Finished.cpu_s``): where the time goes."""
+    processes: int = 0
+    warm_processes: int = 0
+    """Of ``processes``, those forked from a warm server (``Finished.warm``)."""
 
 
 @dataclass(frozen=True, slots=True)

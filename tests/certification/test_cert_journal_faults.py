@@ -17,7 +17,8 @@ import pytest
 from certification.coverage import Cell, fault_space, row_cells
 from certification.fault_types import fault_of
 from certification.faults import FaultContext
-from certification.journal_faults import JournalKillFault, JournalServer, children_of, process_state, until_gone
+from certification.journal_faults import JournalKillFault, JournalServer
+from certification.procfs import children_of, process_state, until_gone
 from certification.scenarios import CatalogError, Fault, bundled_rows, load_catalog
 from certification.sinks import Invocation, Launched
 from sink.journal.postgres.cluster import ClusterUnavailable

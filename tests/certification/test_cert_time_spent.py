@@ -8,6 +8,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from certification.launchers import ColdProcess
 from certification.report.evidence import Summary
 from certification.scenarios import bundled_rows
 from certification.sinks import Invocation, Launched
@@ -22,7 +23,8 @@ def test_a_reaped_run_carries_its_own_cpu_and_exit_code(tmp_path: Path) -> None:
     finished = launched.go_and_wait(60)
     assert finished.exit_code == 7
     assert 0.3 <= finished.cpu_s < 5.0
-    assert launched.process.returncode == 7  # Popen knows it was reaped
+    assert isinstance(launched._process, ColdProcess)
+    assert launched._process.process.returncode == 7  # Popen knows it was reaped
 
 
 def test_a_killed_run_reports_the_signal(tmp_path: Path) -> None:
