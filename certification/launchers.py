@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
+from certification.netns import exec_prefix
 from certification.warm_start import SERVERS, WarmProcess, applies
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ class ColdProcess:
 
     def __init__(self, invocation: Invocation, go: Path) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(go), *invocation.argv],
+            [*exec_prefix(invocation.netns), sys.executable, "-I", "-S", "-c", _LAUNCHER, str(go), *invocation.argv],
             cwd=invocation.cwd, env=dict(invocation.env), stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
         )
@@ -72,7 +73,7 @@ def start(invocation: Invocation, go: Path) -> SinkProcess:
     if warm is not None and applies(warm, invocation.argv):
         server = SERVERS.server(warm)
         if server is not None:
-            return WarmProcess(server, invocation.argv, invocation.cwd, invocation.env, go)
+            return WarmProcess(server, invocation.argv, invocation.cwd, invocation.env, go, netns=invocation.netns)
     return ColdProcess(invocation, go)
 
 

@@ -50,6 +50,7 @@ from certification.sinks import (
     Launched,
     SinkSpec,
     blocked_children,
+    bundled_sinks,
     checkpoint_claim,
     default_values,
     render,
@@ -94,16 +95,19 @@ class Family:
     """A fresh journal per row-and-sink run (``--journal DSN``); None: the sink's embedded SQLite journal."""
 
 
-def _export_bundle(row: Row, bindings: Path, bundle_dir: Path) -> None:
+def _export_bundle(row: Row, bindings: Path, bundle_dir: Path, work: Path) -> None:
     """The reference sink's exact sealed requests, for sinks that replay them (``{bundle_dir}``). They
-    are a convenience for baselines, never the judge's expectation."""
+    are a convenience for baselines, never the judge's expectation. The export forks from the
+    reference sink's warm server when it has one, like its runs."""
     import subprocess  # noqa: PLC0415
 
-    subprocess.run(
-        [default_values()["delivery"], "bundle", str(row.workload), "--scope-from", row.scope_from, "--scope-to",
-         row.scope_to, "--bindings-dir", str(bindings), "--out", str(bundle_dir)],
-        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120,
-    )
+    reference = bundled_sinks()["reference"].warm_start
+    argv = (default_values()["delivery"], "bundle", str(row.workload), "--scope-from", row.scope_from, "--scope-to",
+            row.scope_to, "--bindings-dir", str(bindings), "--out", str(bundle_dir))
+    finished = Launched(Invocation(argv, work, dict(os.environ), reference.entry_of() if reference else None)
+                        ).go_and_wait(120)
+    if finished.exit_code != 0:
+        raise subprocess.CalledProcessError(finished.exit_code, argv[:2])
 
 
 @contextmanager
@@ -139,7 +143,7 @@ def family_services(row: Row, work: Path, seed: int, receiver_url: str | None = 
         document["authority"] = sink_url
         (bindings / f"{row.binding}.yaml").write_text(yaml.safe_dump(document, sort_keys=True))
         bundle_dir = work / "bundle"
-        _export_bundle(row, bindings, bundle_dir)
+        _export_bundle(row, bindings, bundle_dir, work / "export")
         behaviour = None if receiver is None else receiver.behaviour()
         yield Family(receiver, proxy, tap, sink_url, bindings, bundle_dir, behaviour, namespace, tcp, journal)
 
@@ -184,10 +188,10 @@ class RowRunner:
                     ) -> Invocation:
         values = {**self.values, "worker_id": f"{self.sink.name}-host{host}", **extra}
         namespace = self.family.namespace
-        prefix = namespace.prefix() if namespace is not None and host > 1 else ()  # another host, another address
+        netns = namespace.name if namespace is not None and host > 1 else None  # another host, another address
         argv = render(template, values, {"journal_args": self.journal_args})
         warm = self.sink.warm_start.entry_of() if self.sink.warm_start is not None else None
-        return Invocation((*prefix, *argv), self.work / f"host{host}", _env(extra_env), warm)
+        return Invocation(argv, self.work / f"host{host}", _env(extra_env), warm, netns)
 
     def _record(self, finished: Finished, kind: RunKind) -> None:
         # An operator command answers in its own format: it claims nothing about the delivery.

@@ -83,7 +83,17 @@ class HostNamespace:
     """The namespace's own address: what the proxy logs for a restarted worker."""
 
     def prefix(self) -> tuple[str, ...]:
-        return ("ip", "netns", "exec", self.name)
+        return exec_prefix(self.name)
+
+
+def exec_prefix(name: str | None) -> tuple[str, ...]:
+    """The command prefix that runs a command in the named network namespace (none: here)."""
+    return () if name is None else ("ip", "netns", "exec", name)
+
+
+def namespace_path(name: str) -> str:
+    """Where ``ip netns`` keeps the named namespace (what ``setns`` joins)."""
+    return f"/run/netns/{name}"
 
 
 def _ip(*args: str) -> subprocess.CompletedProcess[bytes]:

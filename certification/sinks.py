@@ -128,6 +128,8 @@ class Invocation:
     env: Mapping[str, str]
     warm: WarmEntry | None = None
     """Fork it from a warm server when ``argv`` is that entry's console script (else a cold start)."""
+    netns: str | None = None
+    """Run it in this named network namespace (another host: certification.netns)."""
 
 
 @dataclass(frozen=True, slots=True)

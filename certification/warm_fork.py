@@ -37,6 +37,7 @@ MAX_MESSAGE = 1 << 20
 GO_WAIT_S = 30.0
 """As the cold launcher: a run never released within this is abandoned (exit 70)."""
 NO_GO_EXIT = 70
+CLONE_NEWNET = 0x40000000
 
 
 def _entry(spec: str) -> Callable[[], object]:
@@ -69,6 +70,21 @@ def _run(entry: Callable[[], object]) -> int:
         return 1
 
 
+def _join_network_namespace(path: str) -> None:
+    """What ``ip netns exec`` does for the network (another host's address and routes); its other
+    steps (a private mount of /sys, /etc/netns files) change nothing a sink reads. os.setns is
+    Python 3.12's; libc's is the same call."""
+    import ctypes  # noqa: PLC0415 - only a child that moves to another host needs it
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        if libc.setns(descriptor, CLONE_NEWNET) != 0:
+            raise OSError(ctypes.get_errno(), f"setns {path}")
+    finally:
+        os.close(descriptor)
+
+
 def _child(server: socket.socket, stdout_fd: int, request: dict[str, Any], entry: Callable[[], object]) -> None:
     """In the forked child: become the sink's process, wait for the go signal, run, exit. Never returns."""
     code = 1
@@ -80,6 +96,8 @@ def _child(server: socket.socket, stdout_fd: int, request: dict[str, Any], entry
         os.dup2(stdout_fd, 1)
         os.dup2(null, 2)
         os.closerange(3, 1 << 16)  # no descriptor of the server's reaches the sink
+        if request.get("netns"):
+            _join_network_namespace(request["netns"])
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])

@@ -30,6 +30,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import IO, Any
 
+from certification.netns import namespace_path
 from certification.procfs import has_exited
 from certification.services import ServiceUnavailable
 
@@ -149,12 +150,14 @@ atexit.register(SERVERS.close)
 class WarmProcess:
     """One run forked by a warm server, held until the go file exists."""
 
-    def __init__(self, server: _Server, argv: tuple[str, ...], cwd: Path, env: Mapping[str, str], go: Path) -> None:
+    def __init__(self, server: _Server, argv: tuple[str, ...], cwd: Path, env: Mapping[str, str], go: Path, *,
+                 netns: str | None = None) -> None:
         self._server = server
         read_end, write_end = os.pipe()
+        request = {"op": "spawn", "argv": list(argv), "cwd": str(cwd), "env": dict(env), "go": str(go),
+                   "netns": None if netns is None else namespace_path(netns)}
         try:
-            answer = server.ask({"op": "spawn", "argv": list(argv), "cwd": str(cwd), "env": dict(env), "go": str(go)},
-                                (write_end,))
+            answer = server.ask(request, (write_end,))
         except BaseException:
             os.close(read_end)
             raise

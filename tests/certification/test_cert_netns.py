@@ -42,6 +42,8 @@ def test_the_resumed_worker_reaches_the_proxy_from_its_own_namespace_address(tmp
         clients = [connection.client for connection in family.tap.connections()]
     assert result.verdict == "PASS", (result.reasons, result.exit_codes)
     assert len(result.exit_codes) >= 2  # killed, then resumed by another host
+    # The reference sink's runs fork warm (certification.warm_start): the resumed one joins the namespace itself.
+    assert result.warm_processes == result.processes == len(result.exit_codes)
     peers = _peers(clients)
     assert "127.0.0.1" in peers  # the first host, in the harness's own network
     assert namespace.address in peers  # the resumed host, from its namespace's address

@@ -182,3 +182,22 @@ def test_the_reference_sink_answers_the_same_warm_and_cold(tmp_path: Path, args:
         assert finished.warm is (warm is not None)
         answers.append((finished.exit_code, finished.stdout.replace(str(state), "STATE")))
     assert answers[0] == answers[1]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("flags", "warm"), [((), True), (("--cold-start",), False)])
+def test_a_kill_row_passes_with_the_reference_forked_warm_and_cold(tmp_path: Path, flags: tuple[str, ...],
+                                                                   warm: bool) -> None:
+    import subprocess
+
+    certify = str(Path(sys.executable).with_name("certify"))
+    done = subprocess.run([certify, "run", "--quick", "--only", "sync.kill.after_commit", "--identity-examples", "0",
+                           *flags, "--out", str(tmp_path / "out"), "--json"],
+                          capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads(done.stdout)
+    assert summary["verdict"] == "PASS"
+    started = summary["time_spent"]["sink_processes"]
+    assert started["reference"]["processes"] >= 2  # the killed worker and its recovery
+    assert started["reference"]["warm"] == (started["reference"]["processes"] if warm else 0)
+    assert started["naive-retry"]["warm"] == 0  # a sink without warm_start always starts cold
