@@ -71,7 +71,8 @@ def test_the_expectations_follow_the_fence(personality: str) -> None:
 
 
 def test_every_journal_server_cell_of_the_five_personalities_is_covered_on_postgres() -> None:
-    # (bare-409's async job endpoint has no catalog yet: its cells stay not_yet, fault-space.yaml)
+    # (the async bare-409 and sync dataset-jobs journal cells: test_cert_bare_409_async_catalogs.py and
+    # test_cert_dataset_jobs_sync_catalogs.py)
     wanted = {cell for cell in fault_space() if cell.journal == "postgres" and cell.dimension == "journal_server"
               and cell.family == "sync_batch" and cell.personality in PERSONALITIES}
     assert len(wanted) == len(PERSONALITIES) * len(POINTS) * len(MODES)
