@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import resource
+import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -305,7 +306,14 @@ app.command(name="report")(report_command)
 app.command(name="gallery")(gallery_command)
 
 
+def _terminated(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # a CI cancel or `kill`: stop as on Ctrl-C, every started service with it
+
+
 def main() -> None:
+    # Python's default for SIGTERM ends the process on the spot: the receivers, proxies and sinks the
+    # lanes started would live on as orphans. As a KeyboardInterrupt, the lanes stop them first.
+    signal.signal(signal.SIGTERM, _terminated)
     try:
         app(prog_name="certify")
     except SystemExit:
