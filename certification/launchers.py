@@ -9,14 +9,27 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO
 
 from certification.netns import exec_prefix
-from certification.warm_start import SERVERS, WarmProcess, applies
+from certification.warm_start import SERVERS, WarmEntry, WarmProcess, applies
 
-if TYPE_CHECKING:
-    from certification.sinks import Invocation
+
+@dataclass(frozen=True, slots=True)
+class Invocation:
+    """What to start: a sink's command, its working directory and environment, and how."""
+
+    argv: tuple[str, ...]
+    cwd: Path
+    env: Mapping[str, str]
+    warm: WarmEntry | None = None
+    """Fork it from a warm server when ``argv`` is that entry's console script (else a cold start)."""
+    netns: str | None = None
+    """Run it in this named network namespace (another host: certification.netns)."""
+
 
 _LAUNCHER = (
     "import os, sys, time\n"

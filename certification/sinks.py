@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from certification.dataset import day_range
 from certification.documents import DocumentError, load_yaml, loads_json
+from certification.launchers import Invocation as Invocation  # noqa: PLC0414 - re-exported: callers import it here
 from certification.launchers import SinkProcess, start
 from certification.warm_start import WarmEntry, WarmProcess
 
@@ -119,17 +120,6 @@ def load_sink(path: Path) -> SinkSpec:
 
 def bundled_sinks() -> dict[str, SinkSpec]:
     return {spec.name: spec for spec in (load_sink(path) for path in sorted(BUNDLED.glob("*.yaml")))}
-
-
-@dataclass(frozen=True, slots=True)
-class Invocation:
-    argv: tuple[str, ...]
-    cwd: Path
-    env: Mapping[str, str]
-    warm: WarmEntry | None = None
-    """Fork it from a warm server when ``argv`` is that entry's console script (else a cold start)."""
-    netns: str | None = None
-    """Run it in this named network namespace (another host: certification.netns)."""
 
 
 @dataclass(frozen=True, slots=True)
