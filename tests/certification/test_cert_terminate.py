@@ -39,7 +39,7 @@ def test_a_terminated_run_stops_every_process_it_started(tmp_path: Path) -> None
         while time.monotonic() < deadline:  # until a receiver and the warm server run beside a sink
             started = _descendants(run.pid)
             commands = " ".join(started.values())
-            if "mock-receiver" in commands and "certification.warm_fork" in commands and "fault_proxy serve" in commands:
+            if all(name in commands for name in ("mock-receiver", "certification.warm_fork", "fault_proxy serve")):
                 break
             time.sleep(0.1)
         else:
