@@ -88,5 +88,3 @@ def start(invocation: Invocation, go: Path) -> SinkProcess:
         if server is not None:
             return WarmProcess(server, invocation.argv, invocation.cwd, invocation.env, go, netns=invocation.netns)
     return ColdProcess(invocation, go)
-
-

@@ -14,7 +14,7 @@ from contextlib import suppress
 from pathlib import Path
 
 
-def _stat_fields(pid: int | str) -> list[str] | None:
+def stat_fields(pid: int | str) -> list[str] | None:
     """The fields of ``/proc/<pid>/stat`` after the command name (state, parent pid, ...), None once
     the process is gone."""
     try:
@@ -27,7 +27,7 @@ def _stat_fields(pid: int | str) -> list[str] | None:
 def process_state(pid: int) -> str | None:
     """The kernel's one-letter state of ``pid`` (``T``: stopped, ``Z``: exited, not yet reaped), None
     once it is gone."""
-    fields = _stat_fields(pid)
+    fields = stat_fields(pid)
     return None if fields is None else fields[0]
 
 
@@ -40,7 +40,7 @@ def children_of(pid: int) -> list[int]:
     """The live processes whose parent is ``pid`` (read from /proc)."""
     children = []
     for entry in Path("/proc").iterdir():
-        fields = _stat_fields(entry.name) if entry.name.isdigit() else None
+        fields = stat_fields(entry.name) if entry.name.isdigit() else None
         if fields is not None and int(fields[1]) == pid:
             children.append(int(entry.name))
     return children

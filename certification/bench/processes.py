@@ -17,8 +17,8 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
+from certification.procfs import stat_fields
 from certification.sinks import Invocation
 
 TIMEOUT_S = 3600.0
@@ -83,8 +83,7 @@ def run_measured(invocation: Invocation, timeout: float = TIMEOUT_S) -> Measured
 
 def cpu_seconds(pid: int) -> float:
     """User + system CPU seconds of a running process (the receiver, the proxy), from /proc."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
+    fields = stat_fields(pid)
+    if fields is None:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from certification.procfs import process_state
 from certification.services import ServiceUnavailable
 from certification.sinks import Invocation, Launched, bundled_sinks, default_values
 from certification.warm_start import WarmEntry, WarmProcess, WarmServers, applies
@@ -117,7 +118,7 @@ def test_a_kill_or_a_stop_by_pid_reaches_the_forked_run(servers: WarmServers, tm
     (tmp_path / "go").touch()
     os.kill(process.pid, signal.SIGSTOP)
     deadline = time.monotonic() + 10
-    while Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "T":
+    while process_state(process.pid) != "T":
         assert time.monotonic() < deadline
         time.sleep(0.01)
     assert not process.exited()
