@@ -33,17 +33,34 @@ sent, so even a non-idempotent call such as ``clock/advance`` is safe to repeat)
 with twelve lanes and their sink processes, a receiver or proxy sometimes refuses one connection."""
 
 
+KEEPALIVE_EXPIRY_S = 1.0
+"""How long the client keeps an idle connection for reuse. Both services close an idle keep-alive
+connection after 5 s (uvicorn's ``timeout_keep_alive``), which is also httpx's default expiry: at that
+default a call that reuses a connection at second 5 races the server's close and reads
+``RemoteProtocolError`` (seen once in a 12-lane run, on ``GET /log``). A shorter expiry never
+offers a connection the server may be closing."""
+IDEMPOTENT_METHODS = frozenset({"GET", "HEAD"})
+
+
 def service_client() -> httpx.Client:
     """The harness's client of its own services' admin and control APIs."""
-    return httpx.Client(timeout=30.0, transport=httpx.HTTPTransport(retries=CONNECT_RETRIES))
+    transport = httpx.HTTPTransport(retries=CONNECT_RETRIES, limits=httpx.Limits(keepalive_expiry=KEEPALIVE_EXPIRY_S))
+    return httpx.Client(timeout=30.0, transport=transport)
 
 
 def request_or_unavailable(client: httpx.Client, service: str, method: str, url: str, **options: Any
                            ) -> httpx.Response:
     """Every call to a harness service: a transport failure is the service being unavailable (exit 3,
-    the call named), never an internal error."""
+    the call named), never an internal error. A read-only call whose connection closed before any
+    answer is sent once more on a new connection: reading twice changes nothing (a state-changing
+    call is not repeated, since the service may have acted on it)."""
     try:
-        return client.request(method, url, **options)
+        try:
+            return client.request(method, url, **options)
+        except httpx.RemoteProtocolError:
+            if method not in IDEMPOTENT_METHODS:
+                raise
+            return client.request(method, url, **options)
     except httpx.HTTPError as exc:
         raise ServiceUnavailable(f"{service} unreachable ({method} {urlsplit(url).path}): "
                                  f"{type(exc).__name__}") from None

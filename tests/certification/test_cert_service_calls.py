@@ -114,3 +114,46 @@ def test_a_proxy_log_page_that_stops_short_is_followed_from_its_last_entry() -> 
                                       {"entries": [{"seq": 2}, {"seq": 3}], "next_seq": 4, "dropped": 0}])
     assert proxy.log_with_gaps() == ([{"seq": 1}, {"seq": 2}, {"seq": 3}], 0)
     assert asked == ["/log?since=0", "/log?since=1"]
+
+
+@contextmanager
+def _closes_its_idle_connection(answers: int) -> Iterator[tuple[int, list[bytes]]]:
+    """Each connection gets one keep-alive answer; the next request on it is read and the connection
+    closed without an answer (a server's keep-alive close racing the client's reuse)."""
+    seen: list[bytes] = []
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(10)
+
+    def serve() -> None:
+        with server:
+            for number in range(answers):
+                conn, _ = server.accept()
+                with conn:
+                    seen.append(conn.recv(65536))
+                    body = b'{"data_requests_in_flight": 0}'
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                                 + str(len(body)).encode() + b"\r\n\r\n" + body)
+                    if number == 0:
+                        seen.append(conn.recv(65536))  # the reuse: read, then closed unanswered
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield int(server.getsockname()[1]), seen
+    thread.join(timeout=15)
+
+
+def test_a_read_whose_reused_connection_closes_unanswered_is_sent_again_on_a_new_one() -> None:
+    with _closes_its_idle_connection(answers=2) as (port, seen):
+        receiver = _receiver(port)
+        assert receiver.in_flight() == 0
+        assert receiver.in_flight() == 0  # first on the reused connection (closed), then on a new one
+    assert [bytes(s[:16]) for s in seen] == [b"GET /_admin/stat"] * 3
+
+
+def test_a_state_changing_call_whose_connection_closes_unanswered_is_not_repeated() -> None:
+    with _closes_its_idle_connection(answers=1) as (port, seen):
+        receiver = _receiver(port)
+        assert receiver.in_flight() == 0
+        with pytest.raises(ServiceUnavailable, match=r"receiver unreachable \(POST .*RemoteProtocolError"):
+            receiver.reset()
+    assert len(seen) == 2 and seen[1].startswith(b"POST ")
