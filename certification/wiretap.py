@@ -16,7 +16,9 @@ it selects; the proxy rule matches that header. The recorded bytes are always th
 Stalling: ``stall()`` stops accepting and fills the listen queue, so the kernel drops every further
 SYN and a sink's connect hangs until its own connect timeout, on the very address its binding names
 (a closed port would refuse at once, another address would change the sink's identity); ``resume()``
-accepts again.
+accepts again. A filler is known by its source port only until it is accepted (or, never established,
+until ``resume()``): the kernel lends freed ports to later connections, a sink's among them, and a sink
+connection taken for a filler would be closed unrecorded after its request left.
 
 Rows never reach a log: the recorded bytes live in this process's memory for one row, and only
 derived facts (days, digests, counts) enter a history.
@@ -70,6 +72,14 @@ class TappedConnection:
                 break
             moment = at
         return moment
+
+
+def _established(sock: socket.socket) -> bool:
+    try:
+        sock.getpeername()
+    except OSError:
+        return False
+    return True
 
 
 def _reset(writer: asyncio.StreamWriter) -> None:
@@ -239,7 +249,10 @@ class WireTap:
         while True:
             await self._accepting.wait()
             connection, peer = await loop.sock_accept(sock)
-            if peer[1] in self._filler_ports:
+            with self.lock:
+                filler = peer[1] in self._filler_ports
+                self._filler_ports.discard(peer[1])  # accepted once: the kernel may lend the port to a sink next
+            if filler:
                 connection.close()  # a filler of a stall: it only held a place in the queue
                 continue
             task = loop.create_task(self._adopt(connection))
@@ -265,7 +278,8 @@ class WireTap:
             with contextlib.suppress(BlockingIOError):
                 filler.connect((host, port))
             self._fillers.append(filler)
-            self._filler_ports.add(filler.getsockname()[1])
+            with self.lock:
+                self._filler_ports.add(filler.getsockname()[1])
 
     def resume(self) -> None:
         async def go() -> None:
@@ -276,6 +290,9 @@ class WireTap:
         asyncio.run_coroutine_threadsafe(go(), self._loop).result(timeout=10)
         time.sleep(0.05)  # let the queued fillers be accepted and dropped
         for filler in self._fillers:
+            if not _established(filler):  # its SYN was dropped: it will never be accepted
+                with self.lock:
+                    self._filler_ports.discard(filler.getsockname()[1])
             with contextlib.suppress(OSError):
                 filler.close()
         self._fillers = []
@@ -298,10 +315,13 @@ class WireTap:
         await _Relay(self, record, reader, writer).run()
 
     def reset(self, marker: Marker | None = None) -> None:
-        """Forget every recorded connection (a new row starts) and install the row's marker."""
+        """Forget every recorded connection (a new row starts) and install the row's marker, and the
+        source ports of the last stall's fillers: one the kernel dropped at the full queue is never
+        accepted, and a sink's connection from that port must not be taken for it."""
         with self.lock:
             self._connections = []
             self.marker = marker
+            self._filler_ports.clear()
 
     def connections(self) -> list[TappedConnection]:
         with self.lock:

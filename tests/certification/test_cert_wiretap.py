@@ -375,3 +375,25 @@ def test_a_connect_partition_ends_after_its_longest_span_while_the_first_run_liv
             first.kill()
             first.wait(10)
         assert fault.evidence(ctx, [], []).fired is True  # the hanging connect was seen
+
+
+def test_after_a_stall_a_connection_from_a_fillers_port_is_relayed_and_recorded() -> None:
+    with upstream_server() as server, tapped(server) as tap:
+        tap.stall()
+        ports = [filler.getsockname()[1] for filler in tap._fillers]
+        tap.resume()
+        wait_for(lambda: not tap._filler_ports, "every filler accepted, or forgotten if never established")
+        for port in ports[:3]:  # the kernel may hand any of them to the next sink: bind to it on purpose
+            client = socket.socket()
+            client.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                client.bind(("127.0.0.1", port))
+            except OSError:
+                client.close()
+                continue
+            with closing(client):
+                client.connect(tap.addresses[0])
+                client.sendall(b"y")
+                with closing(accept(server)) as peer:
+                    assert read_exactly(peer, 1) == b"y"
+        assert len(tap.connections()) >= 1 and all(record.total_bytes == 1 for record in tap.connections())
