@@ -128,6 +128,8 @@ class Run:
     """The result the sink declares was missing or not in its documented shape."""
     checkpoint: str | None = None
     """The first day the sink's source checkpoint does not cover: it claims every earlier day delivered."""
+    stated: tuple[str, ...] = ()
+    """The stable codes its result states (``sinks.stated_codes``): for the reader, never for a checker."""
 
 
 @dataclass(frozen=True, slots=True)

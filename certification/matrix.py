@@ -54,6 +54,7 @@ from certification.sinks import (
     checkpoint_claim,
     default_values,
     render,
+    stated_codes,
 )
 from certification.sinks import unit_claims as parse_claims
 from certification.tcp_service import TcpProxy, tcp_proxy_process
@@ -200,7 +201,8 @@ class RowRunner:
         self.finishes.append(finished)
         checkpoint = checkpoint_claim(self.sink, finished.stdout) if kind is not RunKind.OPERATOR else None
         self.runs.append(Run(index, kind, finished.exit_code, finished.timed_out, finished.started_at,
-                             finished.ended_at, claims, problem if finished.exit_code >= 0 else None, checkpoint))
+                             finished.ended_at, claims, problem if finished.exit_code >= 0 else None, checkpoint,
+                             stated_codes(self.sink, finished.stdout)))
         self._snapshot(index)
 
     def _snapshot(self, after_run: int) -> list[dict[str, Any]]:
@@ -335,7 +337,8 @@ class RowRunner:
         results = (*check_all(history), exercised(history))
         counters = Counters.of(results)
         if self.role == "certified":
-            verdict, reasons = certified_verdict(results, history.ending(), row.expect)
+            verdict, reasons = certified_verdict(results, history.ending(), row.expect,
+                                                 history.runs[-1].stated if history.runs else ())
         else:
             verdict, reasons = baseline_verdict(counters, must_be_caught)
         return SinkRowResult(self.sink.name, self.role, verdict, counters, exit_codes, history.digest(), seconds,

@@ -288,6 +288,41 @@ def unit_claims(spec: SinkSpec, stdout: str) -> tuple[dict[str, str], str | None
     return claims, None
 
 
+SEED_CODES = frozenset({
+    "REST_DELIVERY_APPEND_SCOPE_ALREADY_APPLIED", "REST_DELIVERY_COUNT_MISMATCH", "REST_DELIVERY_INTENT_CONFLICT",
+    "REST_DELIVERY_JOURNAL_EPOCH_BLOCKED", "REST_DELIVERY_OVERLAPPING_EFFECT_IN_FLIGHT",
+    "REST_DELIVERY_PARTIALLY_APPLIED", "REST_DELIVERY_PROTOCOL_UNKNOWN", "REST_DELIVERY_RECEIPT_EXPIRED",
+    "REST_DELIVERY_REMOTE_EFFECT_UNKNOWN", "REST_DELIVERY_RETRY_AFTER_EXCEEDS_BUDGET",
+    "REST_DELIVERY_SCOPE_EXCEEDS_LIMIT", "REST_DELIVERY_STALE_GENERATION", "REST_DELIVERY_UNSAFE_RETRY",
+})
+"""The design's stable delivery codes (the seed's catalogue, read by the harness, not the sink's enum)."""
+OTHER_CODE = "other"
+MAX_STATED = 8
+
+
+def stated_codes(spec: SinkSpec, stdout: str) -> tuple[str, ...]:
+    """The stable codes the sink's result states, for the reader of a history (no checker uses them):
+    the reference result's ``error_code`` and its children's, an error document's ``errors[].code``,
+    a unit's ``code``. Only the seed's catalogue is kept verbatim; any other value is ``other``, so a
+    sink's free text (a secret, a row) never reaches the evidence."""
+    if spec.result == "none":
+        return ()
+    try:
+        document = _last_document(stdout)
+    except DocumentError:
+        return ()
+    if not isinstance(document, dict):
+        return ()
+    found: list[object] = [document.get("error_code")]
+    for key in ("children", "units", "errors"):
+        group = document.get(key)
+        if isinstance(group, list):
+            found.extend(item.get("error_code", item.get("code")) for item in group[:1000] if isinstance(item, dict))
+    codes = dict.fromkeys(code if isinstance(code, str) and code in SEED_CODES else OTHER_CODE
+                          for code in found if code is not None)
+    return tuple(codes)[:MAX_STATED]
+
+
 def checkpoint_claim(spec: SinkSpec, stdout: str) -> str | None:
     """The first day the sink says its source checkpoint does NOT cover yet (everything before it is
     claimed delivered): ``frontier.frontier_scope_end`` of the reference result, ``checkpoint`` of a

@@ -54,7 +54,8 @@ class RowOutcome:
     results: tuple[SinkRowResult, ...]
 
 
-def certified_verdict(results: Sequence[CheckResult], ending: Ending, expect: Expect) -> tuple[str, tuple[str, ...]]:
+def certified_verdict(results: Sequence[CheckResult], ending: Ending, expect: Expect,
+                      stated: Sequence[str] = ()) -> tuple[str, tuple[str, ...]]:
     reasons = [f"{result.name}: {reason}" for result in results if result.status is Status.INVALID
                for reason in result.reasons]
     if reasons:
@@ -64,7 +65,8 @@ def certified_verdict(results: Sequence[CheckResult], ending: Ending, expect: Ex
                                  if result.status is Status.UNKNOWN for reason in result.reasons)
     if ending not in expect.end:
         accepted = ", ".join(end.value for end in expect.end)
-        return FAIL, (f"ending: {ending.value}, where this row accepts {accepted}",)
+        said = f" (its last run stated {', '.join(stated)})" if stated else ""
+        return FAIL, (f"ending: {ending.value}, where this row accepts {accepted}{said}",)
     return PASS, ()
 
 

@@ -25,6 +25,7 @@ from certification.sinks import (
     checkpoint_claim,
     load_sink,
     render,
+    stated_codes,
     unit_claims,
 )
 
@@ -244,6 +245,29 @@ def test_the_checkpoint_a_sink_claims() -> None:
 ])
 def test_no_checkpoint_claimed(result: str, stdout: str) -> None:
     assert checkpoint_claim(spec(result), stdout) is None
+
+
+# --- stated codes ---------------------------------------------------------------------------------------------
+
+
+def test_the_codes_a_result_states_in_order_once_each() -> None:
+    reference = json.dumps({"error_code": "REST_DELIVERY_REMOTE_EFFECT_UNKNOWN", "children": [
+        {"error_code": None}, {"error_code": "REST_DELIVERY_REMOTE_EFFECT_UNKNOWN"},
+        {"error_code": "REST_DELIVERY_COUNT_MISMATCH"}]})
+    assert stated_codes(spec("reference_json"), reference) == (
+        "REST_DELIVERY_REMOTE_EFFECT_UNKNOWN", "REST_DELIVERY_COUNT_MISMATCH")
+    error_document = json.dumps({"ok": False, "errors": [{"code": "journal.unavailable", "message": "m"}]})
+    assert stated_codes(spec("reference_json"), error_document) == ("other",)
+    units = json.dumps({"units": [{"status": "failed", "code": "REST_DELIVERY_UNSAFE_RETRY"}, {"status": "completed"}]})
+    assert stated_codes(spec("units_json"), units) == ("REST_DELIVERY_UNSAFE_RETRY",)
+
+
+def test_a_stated_code_outside_the_seeds_catalogue_never_reaches_the_history_verbatim() -> None:
+    sentinel = "SENTINEL_SECRET_7f3a9c"
+    stdout = json.dumps({"units": [{"code": sentinel}, {"code": {"nested": sentinel}}, {"code": 7}]})
+    assert stated_codes(spec("units_json"), stdout) == ("other",)
+    assert stated_codes(spec("none"), json.dumps({"error_code": "REST_DELIVERY_UNSAFE_RETRY"})) == ()
+    assert stated_codes(spec("units_json"), "not json") == ()
 
 
 # --- blocked children ----------------------------------------------------------------------------------------

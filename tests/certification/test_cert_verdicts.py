@@ -89,6 +89,12 @@ def test_an_ending_the_row_does_not_accept_fails(ending: Ending, expect: Expect,
         FAIL, (f"ending: {ending.value}, where this row accepts {accepted}",))
 
 
+def test_a_failed_ending_names_the_codes_the_last_run_stated() -> None:
+    assert certified_verdict([_valid()], Ending.BLOCKED, FIRST_ONLY, ("REST_DELIVERY_REMOTE_EFFECT_UNKNOWN",)) == (
+        FAIL, ("ending: blocked, where this row accepts first_run (its last run stated "
+               "REST_DELIVERY_REMOTE_EFFECT_UNKNOWN)",))
+
+
 def test_blocked_passes_only_where_the_row_accepts_it() -> None:
     expect = Expect(end=(Ending.BLOCKED,), why="proof needs the receiver's help")
     assert certified_verdict([_valid()], Ending.BLOCKED, expect) == (PASS, ())
