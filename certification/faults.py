@@ -224,15 +224,12 @@ class HoldKillReleaseFault(RowFault):
                              "to the receiver", ctx.target_day)
 
 
-def _until_the_tap_passed_the_close(tap: WireTap | None, timeout_s: float = 5.0) -> None:
+def _until_the_tap_passed_the_close(tap: WireTap | None) -> None:
     """The dead worker's connections end at the wire tap, which then closes its side towards the
     proxy. Released before the proxy reads that close, a held request would be forwarded as a live
     client's, and dropped when the close arrives: the bytes would never reach the receiver."""
-    if tap is None:
-        return
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and any(c.client_left_at is None for c in tap.connections()):
-        time.sleep(0.01)
+    if tap is not None:
+        tap.until_clients_left()
 
 
 class FailpointFault(RowFault):

@@ -62,6 +62,10 @@ class TcpToxicFault(RowFault):
     def before_first_reap(self, ctx: FaultContext) -> None:
         if hasattr(self, "thread"):
             self.thread.join(timeout=10)
+        if ctx.tap is not None and not getattr(self, "fired", False):
+            # The sink has exited, but the tap may not have read its closes yet: a one-shot toxic
+            # counts only connections the client left, and would otherwise miss the one it acted on.
+            ctx.tap.until_clients_left()
         self.fired = getattr(self, "fired", False) or self._acted(ctx)
         self._remove(ctx)
 

@@ -323,6 +323,18 @@ class WireTap:
             self.marker = marker
             self._filler_ports.clear()
 
+    def until_clients_left(self, timeout_s: float = 5.0) -> bool:
+        """Wait until the client of every recorded connection has left (its EOF or reset reached the
+        tap); True when all had by ``timeout_s``. Called once a sink process has exited: the kernel
+        closed its sockets at once, but this loop, one thread among every lane's, may read those
+        closes a moment later on a loaded machine."""
+        deadline = time.monotonic() + timeout_s
+        while any(connection.client_left_at is None for connection in self.connections()):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.01)
+        return True
+
     def connections(self) -> list[TappedConnection]:
         with self.lock:
             return list(self._connections)
