@@ -186,7 +186,7 @@ def run(  # noqa: PLR0917 - typer options
         "--worker-isolation", help="auto: restarted workers in their own network namespace where root and "
         "`ip netns` allow it; process: fresh processes only.")] = "auto",
     parallel: Annotated[int, typer.Option("--parallel", min=1, max=16, help="Lanes, each with its own receiver "
-                                          "and proxy (default: 4 per core, at most 8).")] = DEFAULT_LANES,
+                                          "and proxy (default: 6 per core, at most 12).")] = DEFAULT_LANES,
     journal: Annotated[str, typer.Option(
         "--journal", help="The journal of journal-using sinks: sqlite (embedded), postgres (one throwaway cluster "
         "for the run) or a postgresql:// DSN; each row-and-sink run gets its own database.")] = "sqlite",

@@ -34,9 +34,10 @@ from certification.verdicts import RowOutcome, SinkRowResult
 
 FamilyFactory = Callable[[Row, Path, int], AbstractContextManager[Family]]
 """(first row of a catalog, lane work directory, seed) -> the lane's services for that catalog."""
-DEFAULT_LANES = min(8, 4 * (os.cpu_count() or 1))
-"""Lanes mostly wait (lease waits, Retry-After, holds, polls), so four per core keep the cores busy:
-the full catalog on two cores took 499 s with 8 lanes, 1,066 s with 4 (docs/certification.md)."""
+DEFAULT_LANES = min(12, 6 * (os.cpu_count() or 1))
+"""Lanes mostly wait (lease waits, Retry-After, holds, polls), so six per core keep the cores busy:
+the full catalog (580 rows) on two cores took 698 s of matrix wall with 8 lanes and 430-505 s with 12
+(docs/certification.md)."""
 Progress = Callable[[str], None]
 """Called once per finished row-and-sink with a description of it."""
 
