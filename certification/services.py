@@ -57,7 +57,7 @@ def request_or_unavailable(client: httpx.Client, service: str, method: str, url:
     try:
         try:
             return client.request(method, url, **options)
-        except httpx.RemoteProtocolError:
+        except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):  # closed unanswered, or reset
             if method not in IDEMPOTENT_METHODS:
                 raise
             return client.request(method, url, **options)
