@@ -80,13 +80,16 @@ def _execute(out: Path, key: Path | None, benches: list[tuple[str, Callable[[Pat
     raise typer.Exit(4 if failed else 0)
 
 
-def _throughput(spec: SinkSpec, rows: list[int] | None, rounds: int | None, quick: bool
+def _throughput(spec: SinkSpec, rows: list[int] | None, rounds: int | None, quick: bool, child_bytes: int
                 ) -> Callable[[Path], BenchResult]:
     sizes = ([2_000] if quick else [100_000, 1_000_000]) if rows is None else rows
     if any(not 1 <= size <= 100_000_000 for size in sizes):
         raise _fail("bench.invalid_input", "--rows must be 1..100000000", 2)
+    if not throughput.MIN_CHILD_BYTES <= child_bytes <= throughput.CHILD_BYTES:
+        raise _fail("bench.invalid_input",
+                    f"--child-bytes must be {throughput.MIN_CHILD_BYTES}..{throughput.CHILD_BYTES}", 2)
     return lambda work: throughput.run(spec, sizes=sizes, rounds=rounds or (1 if quick else 3), work=work,
-                                       profile=not quick,
+                                       profile=not quick, child_bytes=child_bytes,
                                        wall_tolerance=throughput.QUICK_TOLERANCE if quick else throughput.TOLERANCE)
 
 
@@ -119,9 +122,13 @@ def throughput_command(  # noqa: PLR0917 - typer options
         out: OutOpt = None, key: KeyOpt = None, sink: SinkOpt = "reference", quick: QuickOpt = False,
                        rows: Annotated[list[int] | None, typer.Option("--rows", help="Source rows (repeatable).")
                                        ] = None,
-                       rounds: Annotated[int | None, typer.Option("--rounds", min=1, max=20)] = None) -> None:
+                       rounds: Annotated[int | None, typer.Option("--rounds", min=1, max=20)] = None,
+                       child_bytes: Annotated[int, typer.Option(
+                           "--child-bytes", help="The profile's child size; 60000 makes the pair compare CPU per "
+                           "request (one request per ~300 rows) [default: 64 MB, throughput per byte].")
+                                              ] = throughput.CHILD_BYTES) -> None:
     """Rows/s and MB/s of the sink vs a naive httpx loop on the same sealed payloads (alternating)."""
-    _execute(_out(out), key, [(throughput.NAME, _throughput(_sink(sink), rows, rounds, quick))])
+    _execute(_out(out), key, [(throughput.NAME, _throughput(_sink(sink), rows, rounds, quick, child_bytes))])
 
 
 @bench_app.command("rss")
@@ -156,6 +163,6 @@ def all_command(out: OutOpt = None, key: KeyOpt = None, sink: SinkOpt = "referen
     """Every bench into one OUT, signed with one key (``--quick``: the CI step)."""
     spec = _sink(sink)
     _execute(_out(out), key, [(adaptive.NAME, _adaptive(quick, 365)),
-                              (throughput.NAME, _throughput(spec, None, None, quick)),
+                              (throughput.NAME, _throughput(spec, None, None, quick, throughput.CHILD_BYTES)),
                               (rss.NAME, _rss(spec, None, quick)),
                               (load.NAME, _load(spec, None, None, False, quick))])

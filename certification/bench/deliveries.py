@@ -23,6 +23,7 @@ from typing import Any
 
 from certification.bench import workspace
 from certification.bench.processes import Measured, cpu_seconds, run_measured
+from certification.bytecode import precompile
 from certification.services import Receiver, receiver_process
 from certification.sinks import Invocation, SinkSpec, default_values, render
 
@@ -56,11 +57,13 @@ class Delivery:
 
 class DeliveryBench:
     def __init__(self, root: Path, receiver: Receiver, *, space: workspace.Workspace, bundle_dir: Path,
-                 bundle: dict[str, Any], bundle_export: Measured) -> None:
+                 bundle: dict[str, Any], bundle_export: Measured, bytecode: str) -> None:
         self.root, self.receiver, self.space, self.bundle_dir, self.bundle = root, receiver, space, bundle_dir, bundle
         self.rows = sum(int(child["rows"]) for child in bundle["children"])
         self.wire_bytes = sum(int(child["wire_bytes"]) for child in bundle["children"])
         self.bundle_export = bundle_export
+        self.bytecode = bytecode
+        """How the measured Python processes get their bytecode (``precompile_measured_code``)."""
         """``delivery bundle``: what the naive baselines need done before their loop (freeze and seal)."""
         self._runs = 0
 
@@ -129,6 +132,22 @@ class DeliveryBench:
         return ok, f"effects={len(effects)} rows={applied}/{self.rows} doubled={doubled} missing={missing}"
 
 
+MEASURED_PACKAGES = ("sink", "certification")
+"""The reference sink's package and the naive loop's (``certification.bench.naive_loop``)."""
+
+
+def precompile_measured_code() -> str:
+    """Compile the measured processes' modules to bytecode before anything is timed, as installing
+    a wheel does (pip compiles every module it installs; the loop's httpx and httpcore were). An
+    editable checkout under ``PYTHONDONTWRITEBYTECODE=1`` (this project's machines) would otherwise
+    compile about 120 sink modules from source in every process: 0.15 s of CPU that a resume's pair
+    loop never pays. ``certify run`` does the same for the processes it starts. Returns what the
+    artifact records."""
+    if precompile(MEASURED_PACKAGES) == len(MEASURED_PACKAGES):
+        return "precompiled before measuring, as a wheel install does"
+    return "not all precompiled (a location could not be written): some modules compiled in every process"
+
+
 def _env(failpoint: str | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "RESTPROOF_FAILPOINT"}
     env[workspace.TOKEN_ENV] = workspace.TOKEN
@@ -152,6 +171,7 @@ def _parent_id(journal: Path) -> str:
 @contextmanager
 def delivery_bench(root: Path, size: workspace.SourceSize, *, child_bytes: int,
                    ledger_only: bool = False) -> Iterator[DeliveryBench]:
+    bytecode = precompile_measured_code()
     behaviour = workspace.behaviour_only(root / "space", child_bytes=child_bytes, ledger_only=ledger_only)
     with receiver_process(behaviour, root / "receiver") as receiver:
         space = workspace.build(root / "space", size, receiver_url=receiver.data_url, child_bytes=child_bytes,
@@ -165,4 +185,5 @@ def delivery_bench(root: Path, size: workspace.SourceSize, *, child_bytes: int,
             raise RuntimeError(f"delivery bundle exited {export.exit_code}")
         shutil.rmtree(bundle_dir / "artifacts", ignore_errors=True)  # the bodies/ files are what is posted
         bundle = json.loads((bundle_dir / "bundle.json").read_text())
-        yield DeliveryBench(root, receiver, space=space, bundle_dir=bundle_dir, bundle=bundle, bundle_export=export)
+        yield DeliveryBench(root, receiver, space=space, bundle_dir=bundle_dir, bundle=bundle, bundle_export=export,
+                           bytecode=bytecode)

@@ -35,6 +35,7 @@ def run(spec: SinkSpec, *, decoded_bytes: Sequence[int], work: Path) -> BenchRes
         size = workspace.size_for_bytes(target, CHILD_BYTES)
         with delivery_bench(work / f"bytes{target}", size, child_bytes=CHILD_BYTES, ledger_only=True) as bench:
             sink, naive = bench.sink(spec), bench.naive("read-all")
+            result.parameters["bytecode"] = bench.bytecode
             decoded_mb = round(target / 1e6, 1)
             for label, delivery in ((spec.name, sink), ("naive-read-all", naive)):
                 result.check(f"{target}.{label}", delivery.ok,

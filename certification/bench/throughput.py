@@ -31,6 +31,8 @@ from certification.sinks import SinkSpec
 
 NAME = "throughput"
 CHILD_BYTES = 64_000_000
+MIN_CHILD_BYTES = 20_000
+"""The smallest child `--child-bytes` takes: about 50 rows per day of the synthetic source."""
 TOLERANCE = 0.3
 """Wall-clock ratios on a shared machine move by tens of percent between runs (CPU ratios less)."""
 QUICK_TOLERANCE = 0.5
@@ -87,16 +89,20 @@ def _one_size(result: BenchResult, spec: SinkSpec, bench: DeliveryBench, *, roun
 
 
 def run(spec: SinkSpec, *, sizes: Sequence[int], rounds: int, work: Path, profile: bool = True,
-        wall_tolerance: float = TOLERANCE) -> BenchResult:
+        wall_tolerance: float = TOLERANCE, child_bytes: int = CHILD_BYTES) -> BenchResult:
+    """``child_bytes``: the profile's child size. The default puts a whole source in one or a few
+    children (throughput per byte); a small one (60 000: one request per ~300 rows) makes the pair
+    weigh the per-request cost, what ``delivery_sink_cpu`` then compares."""
     result = BenchResult(NAME, {"sink": spec.name, "rows": list(sizes), "rounds": rounds,
-                                "child_bytes": CHILD_BYTES,
+                                "child_bytes": child_bytes,
                                 "receiver": "mock-receiver bench-batches, storage: ledger_only"})
     per_size: dict[int, dict[str, float]] = {}
     for rows in sizes:
-        size = workspace.size_for_rows(rows, CHILD_BYTES)
-        with delivery_bench(work / f"rows{rows}", size, child_bytes=CHILD_BYTES, ledger_only=True) as bench:
+        size = workspace.size_for_rows(rows, child_bytes)
+        with delivery_bench(work / f"rows{rows}", size, child_bytes=child_bytes, ledger_only=True) as bench:
             per_size[bench.rows] = _one_size(result, spec, bench, rounds=rounds, work=work / f"rows{rows}",
                                             profile=profile)
+            result.parameters["bytecode"] = bench.bytecode
     result.figures = {"by_rows": {str(rows): figures for rows, figures in per_size.items()},
                       "targets": {"delivery_rows_per_s_ratio": ">= 0.9", "peak_rss_mib": "<= 150 (64 MB children)"}}
     largest = per_size[max(per_size)]

@@ -20,6 +20,8 @@ runner = CliRunner()
 
 @pytest.mark.parametrize("argv", [
     ["throughput", "--rows", "0"],
+    ["throughput", "--child-bytes", "19999"],
+    ["throughput", "--child-bytes", "64000001"],
     ["rss", "--decoded-mb", "5"],
     ["throughput", "--sink", "no-such-sink.yaml"],
     ["throughput", "--sink", "V1_SINK"],

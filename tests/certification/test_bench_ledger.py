@@ -34,7 +34,7 @@ def _bench(effects: list[dict[str, Any]]) -> DeliveryBench:
     export = Measured(0, "", 1.0, 0.5, 0.1, 50.0)
     return DeliveryBench(Path("/nonexistent"), FakeReceiver(effects),  # type: ignore[arg-type]
                          space=space, bundle_dir=Path("/nonexistent"), bundle={"children": CHILDREN},
-                         bundle_export=export)
+                         bundle_export=export, bytecode="precompiled")
 
 
 def _effect(start: str, end: str, rows: int, key: str | None = None) -> dict[str, Any]:

@@ -32,6 +32,7 @@ class FakeBench:
         self.bundle_export = Measured(0, "", 3.0, 2.0, 0.0, 60.0)
         self.failing, self.scale = failing, scale
         self.order: list[str] = []
+        self.bytecode = "precompiled before measuring"
 
     def _make(self, label: str, wall: float, cpu: float, rss_mib: float) -> Delivery:
         self.order.append(label)
@@ -47,10 +48,13 @@ class FakeBench:
         return self._make(f"naive-{mode}", 1.0, 0.25, 200.0)
 
 
-def _patch(monkeypatch: pytest.MonkeyPatch, module: Any, benches: list[FakeBench]) -> None:
+def _patch(monkeypatch: pytest.MonkeyPatch, module: Any, benches: list[FakeBench],
+           child_bytes: list[object] | None = None) -> None:
     @contextmanager
     def fake(*args: object, **kwargs: object) -> Iterator[FakeBench]:
         assert kwargs.get("ledger_only") is True  # both benches measure the sink, not the receiver's row store
+        if child_bytes is not None:
+            child_bytes.append(kwargs.get("child_bytes"))
         yield benches.pop(0)
 
     monkeypatch.setattr(module, "delivery_bench", fake)
@@ -66,8 +70,18 @@ def test_throughput_ratios_checks_and_alternating_order(monkeypatch: pytest.Monk
     assert result.ratios["delivery_rows_per_s"]["better"] == "higher"
     assert bench.order == ["sink", "reference-delivery", "naive-loop", "naive-loop", "reference-delivery", "sink"]
     assert result.passed and len(result.checks) == 6
+    assert result.parameters["bytecode"] == "precompiled before measuring"  # the artifact says how code ran
     lines = result.series["throughput_rows_per_s"]["lines"]
     assert lines["naive-loop"] == [[1000.0, 1000.0]] and lines["reference-delivery"] == [[1000.0, 500.0]]
+
+
+def test_small_children_reach_the_workspace_and_the_artifact(monkeypatch: pytest.MonkeyPatch,
+                                                             tmp_path: Path) -> None:
+    seen: list[object] = []
+    _patch(monkeypatch, throughput, [FakeBench()], seen)
+    result = throughput.run(bundled_sinks()["reference"], sizes=[ROWS], rounds=1, work=tmp_path, profile=False,
+                            child_bytes=60_000)
+    assert seen == [60_000] and result.parameters["child_bytes"] == 60_000
 
 
 def test_a_wrong_delivery_fails_the_throughput_bench(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -81,6 +95,7 @@ def test_rss_ratios_over_two_sizes(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     result = rss.run(bundled_sinks()["reference"], decoded_bytes=[2_000_000, 8_000_000], work=tmp_path)
     assert result.ratios["sink_large_over_small"]["value"] == 1.5  # 150 MiB vs 100 MiB
     assert result.ratios["sink_over_naive_large"]["value"] == 0.5  # 150 MiB vs 300 MiB
+    assert result.parameters["bytecode"] == "precompiled before measuring"
     assert result.series["rss_peak_mib"]["lines"]["naive-read-all"] == [[2.0, 200.0], [8.0, 300.0]]
     assert result.passed
 
