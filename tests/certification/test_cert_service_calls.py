@@ -16,6 +16,11 @@ import pytest
 
 from certification.services import CONNECT_RETRIES, Proxy, Receiver, ServiceUnavailable, service_client
 
+_IDLE_BODY = b'{"data_requests_in_flight": 0}'
+_IDLE_RECEIVER_ANSWER = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                         + str(len(_IDLE_BODY)).encode() + b"\r\n\r\n" + _IDLE_BODY)
+"""A receiver's answer to GET /_admin/stats with no data request in flight."""
+
 
 def _free_port() -> int:
     with socket.socket() as probe:
@@ -55,9 +60,7 @@ def _listener_from(port: int, delay_s: float) -> Iterator[list[bytes]]:
             conn, _ = server.accept()
             with conn:
                 seen.append(conn.recv(65536))
-                body = b'{"data_requests_in_flight": 0}'
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
-                             + str(len(body)).encode() + b"\r\n\r\n" + body)
+                conn.sendall(_IDLE_RECEIVER_ANSWER)
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
@@ -130,9 +133,7 @@ def _closes_its_idle_connection(answers: int) -> Iterator[tuple[int, list[bytes]
                 conn, _ = server.accept()
                 with conn:
                     seen.append(conn.recv(65536))
-                    body = b'{"data_requests_in_flight": 0}'
-                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
-                                 + str(len(body)).encode() + b"\r\n\r\n" + body)
+                    conn.sendall(_IDLE_RECEIVER_ANSWER)
                     if number == 0:
                         seen.append(conn.recv(65536))  # the reuse: read, then closed unanswered
 
