@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # resolved on first use by __getattr__ below
     from sink.cli.common import app
     from sink.cli.plan_commands import plan_view
 
-__all__ = ["PLAN_VIEW_SCHEMA", "app", "main", "plan_view"]
+__all__ = ["PLAN_VIEW_SCHEMA", "app", "main", "plan_view", "script"]
 
 COMMAND_MODULES = ("gc_command", "operator_commands", "plan_commands", "preview", "runtime_commands")
 """Every module that registers commands on ``sink.cli.common.app``."""
@@ -107,3 +107,11 @@ def main(argv: list[str] | None = None) -> None:
         sys.stderr.write(f"delivery: internal error ({type(exc).__name__})\n")
         raise SystemExit(INTERNAL_ERROR_EXIT) from None
     raise SystemExit(code if isinstance(code, int) else 0)
+
+
+def script() -> None:
+    """The ``delivery`` console script and ``python -m sink.cli``: ``main`` with the process's own
+    arguments, then the process ends without the interpreter's teardown (``sink.cli.process``)."""
+    from sink.cli.process import run_and_end  # noqa: PLC0415 - a process entry only
+
+    run_and_end(main)

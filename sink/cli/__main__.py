@@ -1,5 +1,5 @@
 """``python -m sink.cli``: the same entry point as the ``delivery`` script."""
 
-from sink.cli import main
+from sink.cli import script
 
-main()
+script()
