@@ -3,12 +3,14 @@
 A ``delivery`` process has imported some 450 modules (pydantic and the contract models, Typer,
 httpcore, the journal); tearing them down at exit costs about 0.1 s of CPU (the same imports with
 and without ``os._exit``, 20 alternated pairs) and took 15 % of a whole resume of 67 children
-(9 alternated pairs of resumes: after ÷ before 0.85), for nothing: every durable write is committed and fsynced before ``main`` returns, and
-the journal and transport are closed by their context managers. So the script ends as the
-interpreter would, minus the teardown: standard streams flushed, non-daemon threads joined, exit
-handlers run (logging's included), then ``os._exit``. The certification's warm fork server ends its
-sink processes the same way. ``main`` itself still raises ``SystemExit``, so a caller in its own
-process (tests, an embedding program) keeps its interpreter.
+(9 alternated pairs of resumes: after / before 0.85), for nothing: every durable write is
+committed and fsynced before ``main`` returns, and the journal and transport are closed by their
+context managers. So the script ends as the interpreter would, minus the teardown: standard
+streams flushed, non-daemon threads joined, exit handlers run (logging's included), then
+``os._exit``. The certification's warm fork server ends its sink processes the same way, and the
+reference sink's ``warm_start.entry`` names this script (``sink.cli:script``). ``main`` itself
+still raises ``SystemExit``, so a caller in its own process (tests, an embedding program) keeps
+its interpreter.
 """
 
 from __future__ import annotations

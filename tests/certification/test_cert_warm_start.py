@@ -16,7 +16,7 @@ import pytest
 
 from certification.procfs import process_state
 from certification.services import ServiceUnavailable
-from certification.sinks import Invocation, Launched, bundled_sinks, default_values
+from certification.sinks import Invocation, Launched, bundled_sinks, default_values, render
 from certification.warm_start import WarmEntry, WarmProcess, WarmServers, applies
 
 PROBE = textwrap.dedent("""
@@ -157,12 +157,21 @@ def test_a_server_gone_under_a_run_is_a_harness_outage(servers: WarmServers, tmp
 
 def test_only_this_pythons_console_script_of_that_entry_starts_warm() -> None:
     delivery = default_values()["delivery"]
-    entry = WarmEntry("sink.cli:main", ())
+    entry = WarmEntry("sink.cli:script", ())
     assert applies(entry, (delivery, "run"))
     assert not applies(entry, ("ip", "netns", "exec", "host2", delivery, "run"))  # a prefix: cold
     assert not applies(entry, (sys.executable, "-m", "sink.cli", "run"))
     assert not applies(entry, ("/elsewhere/bin/delivery", "run"))
     assert not applies(WarmEntry("sink.cli:other", ()), (delivery, "run"))  # not that script's entry
+
+
+def test_the_bundled_reference_sinks_runs_start_warm() -> None:
+    # Its warm entry must be the `delivery` console script's own entry point, or every run of the
+    # matrix silently starts cold (about 0.5 s of CPU more per process).
+    spec = bundled_sinks()["reference"]
+    assert spec.warm_start is not None
+    run = render(spec.run, default_values())
+    assert applies(spec.warm_start.entry_of(), run), (spec.warm_start.entry, run[:2])
 
 
 @pytest.mark.parametrize("args", [
