@@ -62,9 +62,9 @@ class DeliveryBench:
         self.rows = sum(int(child["rows"]) for child in bundle["children"])
         self.wire_bytes = sum(int(child["wire_bytes"]) for child in bundle["children"])
         self.bundle_export = bundle_export
+        """``delivery bundle``: what the naive baselines need done before their loop (freeze and seal)."""
         self.bytecode = bytecode
         """How the measured Python processes get their bytecode (``precompile_measured_code``)."""
-        """``delivery bundle``: what the naive baselines need done before their loop (freeze and seal)."""
         self._runs = 0
 
     def _values(self, state: Path) -> dict[str, str]:
