@@ -15,7 +15,7 @@ import json
 import os
 import shutil
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,13 +77,17 @@ class DeliveryBench:
             self.receiver.reset()
         return self.root / f"run{self._runs:03d}"
 
-    def _measure(self, label: str, invocation: Invocation) -> Delivery:
+    def _measure(self, label: str, invocation: Invocation, *, idle: bool = False,
+                 ground_truth: Callable[[], tuple[bool, str]] | None = None) -> Delivery:
+        """``idle``: a fixed-cost run that sends nothing new (its rows and wire bytes are 0);
+        ``ground_truth``: its check when not ``ledger_check`` (every child's scope exactly once)."""
         before = cpu_seconds(self.receiver.process.pid)
         measured = run_measured(invocation)
         receiver_cpu = cpu_seconds(self.receiver.process.pid) - before
-        ok, detail = self.ledger_check()
+        ok, detail = (ground_truth or self.ledger_check)()
         shutil.rmtree(invocation.cwd.parent, ignore_errors=True)  # the run's state: sealed copies of the source
-        return Delivery(label, measured, receiver_cpu, self.rows, self.wire_bytes, ok, detail)
+        rows, wire = (0, 0) if idle else (self.rows, self.wire_bytes)
+        return Delivery(label, measured, receiver_cpu, rows, wire, ok, detail)
 
     def sink(self, spec: SinkSpec, *, via: str | None = None, reset: bool = True) -> Delivery:
         """The sink's whole ``run``: freeze, seal, admit, deliver, verify (any sink under test).
@@ -97,27 +101,64 @@ class DeliveryBench:
         invocation = Invocation(render(spec.run, values), work / "host", _env())
         return self._measure(spec.name, invocation)
 
-    def reference_delivery_only(self, profile: Path | None = None) -> Delivery:
-        """The reference sink's delivery of already sealed, admitted children: a first run stops at
-        ``PREPARE_ONLY_FAILPOINT`` (SIGKILL, nothing sent), then ``delivery resume`` is measured."""
-        work = self._fresh()
+    def _prepared(self, work: Path) -> tuple[dict[str, str], str]:
+        """A first run that stops at ``PREPARE_ONLY_FAILPOINT`` (SIGKILL, nothing sent): its values
+        and the parent it admitted."""
         values = self._values(work / "state")
-        delivery = values["delivery"]
         prepare = ("{delivery}", "run", "{workload}", "--scope-from", "{scope_from}", "--scope-to", "{scope_to}",
                    "--bindings-dir", "{bindings_dir}", "--state-dir", "{state_dir}", "--format", "json")
         run_measured(Invocation(render(prepare, values), work / "prepare", _env(PREPARE_ONLY_FAILPOINT)))
-        parent = _parent_id(work / "state" / "journal.sqlite3")
-        command = (delivery,) if profile is None else \
-            (values["python"], "-m", "cProfile", "-o", str(profile), "-m", "sink.cli")
-        resume = (*command, "resume", "--operation-id", parent, "--apply", "--state-dir", str(work / "state"),
-                  "--worker-id", "bench-host2", "--format", "json")
+        return values, _parent_id(work / "state" / "journal.sqlite3")
+
+    @staticmethod
+    def _resume(command: tuple[str, ...], parent: str, state: Path) -> tuple[str, ...]:
+        return (*command, "resume", "--operation-id", parent, "--apply", "--state-dir", str(state),
+                "--worker-id", "bench-host2", "--format", "json")
+
+    def reference_delivery_only(self, profile: Path | None = None) -> Delivery:
+        """The reference sink's delivery of already sealed, admitted children: a prepare run, then
+        ``delivery resume`` is measured."""
+        work = self._fresh()
+        values, parent = self._prepared(work)
+        command = (values["delivery"],) if profile is None else \
+            (values["python"], "-m", "certification.bench.cpu_profile", str(profile), "sink.cli:main")
+        resume = self._resume(command, parent, work / "state")
         return self._measure("reference-delivery", Invocation(resume, work / "host", _env()))
+
+    def reference_idle(self) -> Delivery:
+        """The reference delivery's fixed cost: a prepare run and an untimed resume deliver every
+        child, then a second ``delivery resume`` of the same parent is measured. It starts, loads
+        the pinned plan, opens the journal, finds every child finalized, sends nothing and reports;
+        the ledger must still hold each scope exactly once."""
+        work = self._fresh()
+        values, parent = self._prepared(work)
+        resume = self._resume((values["delivery"],), parent, work / "state")
+        first = run_measured(Invocation(resume, work / "deliver", _env()))
+        if first.exit_code != 0:
+            return Delivery("reference-idle", first, 0.0, 0, 0, False, f"the untimed resume exited {first.exit_code}")
+        return self._measure("reference-idle", Invocation(resume, work / "host", _env()), idle=True)
 
     def naive(self, mode: str) -> Delivery:
         work = self._fresh()
         argv = (default_values()["python"], "-m", "certification.bench.naive_loop", mode, "--bundle",
                 str(self.bundle_dir), "--url", self.receiver.data_url)
         return self._measure(f"naive-{mode}", Invocation(argv, work / "host", _env()))
+
+    def naive_idle(self) -> Delivery:
+        """The loop's fixed cost: the same loop over a bundle without children (it starts, imports
+        httpx, opens a client and posts nothing); nothing may reach the receiver."""
+        work = self._fresh()
+        empty = self.root / "empty-bundle"
+        (empty / "bodies").mkdir(parents=True, exist_ok=True)
+        (empty / "bundle.json").write_text(json.dumps({"children": []}))
+        argv = (default_values()["python"], "-m", "certification.bench.naive_loop", "loop", "--bundle",
+                str(empty), "--url", self.receiver.data_url)
+        return self._measure("naive-idle", Invocation(argv, work / "host", _env()), idle=True,
+                             ground_truth=self._ledger_empty)
+
+    def _ledger_empty(self) -> tuple[bool, str]:
+        effects = self.receiver.effects()
+        return not effects, f"effects={len(effects)} (none expected)"
 
     def ledger_check(self) -> tuple[bool, str]:
         """Ground truth after one delivery: one effect per child scope, every row, nothing twice."""

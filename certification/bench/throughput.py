@@ -1,14 +1,17 @@
 """``certify bench throughput``: the sink under test against a naive httpx loop posting the same
 sealed payloads, in the same run, alternating (issue 9 "Benchmark", issue 13).
 
-Per source size and round, three measured deliveries from an empty receiver ledger, their order
+Per source size and round, the measured deliveries from an empty receiver ledger, their order
 alternating between rounds so that machine drift hits each alike:
 
 * ``sink``: the sink's whole ``run`` (freeze, seal, admit, deliver, verify);
 * ``reference-delivery`` (the bundled reference sink only): the same sink delivering children it
   sealed and admitted in an untimed first run (stopped at a failpoint before anything was sent),
   through ``delivery resume``: journal, markers, leases, fences and verification, nothing else;
-* ``naive-loop``: a plain httpx loop posting the ``delivery bundle`` bodies (no durability).
+* ``naive-loop``: a plain httpx loop posting the ``delivery bundle`` bodies (no durability);
+* ``reference-idle`` and ``naive-idle`` (with the reference sink): each side's fixed cost, a
+  resume of a parent already delivered and the loop over an empty bundle; they send nothing, and
+  split each side's CPU into start-up and CPU per child (``cpu_split``).
 
 Ratios: ``delivery_rows_per_s`` = reference-delivery ÷ naive loop (issue 9's target >= 0.9) and
 ``end_to_end_rows_per_s`` = the sink's run ÷ (bundle export + naive loop), both rows/s, wall clock.
@@ -21,7 +24,7 @@ delivery, and one extra profiled delivery's shares per area (``profile_split``).
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from certification.bench import profile_split, workspace
@@ -39,32 +42,74 @@ QUICK_TOLERANCE = 0.5
 """At CI sizes process start-up dominates and the machine is shared: a wider band for wall clock."""
 
 
+LABELS = ("sink", "reference-delivery", "reference-idle", "naive-idle", "naive-loop")
+"""One round's measured deliveries, in this order on even rounds and reversed on odd ones."""
+REFERENCE_ONLY = frozenset({"reference-delivery", "reference-idle", "naive-idle"})
+"""Measured for the bundled reference sink only (``delivery resume`` is its command)."""
+IDLE = frozenset({"reference-idle", "naive-idle"})
+"""Fixed-cost runs: they send nothing, so only their times mean something."""
+DELIVERY_FIELDS = ("rows_per_s", "mb_per_s", "wall_s", "sink_cpu_s", "receiver_cpu_s", "peak_rss_mib")
+IDLE_FIELDS = ("wall_s", "sink_cpu_s", "peak_rss_mib")
+
+
 def _median(deliveries: Sequence[Delivery], field: str) -> float:
     return statistics.median(float(d.figures()[field]) for d in deliveries)
 
 
-def _profiled_shares(bench: DeliveryBench, work: Path) -> dict[str, float]:
-    """One untimed reference delivery under cProfile: the shares of its own time per area."""
-    delivery = bench.reference_delivery_only(profile=work / "delivery.pstats")
-    if not delivery.ok or not (work / "delivery.pstats").exists():
-        return {}
-    return profile_split.split(work / "delivery.pstats")
+def _cpu(deliveries: Sequence[Delivery]) -> list[float]:
+    return [d.measured.cpu_s for d in deliveries]
+
+
+def cpu_split(runs: Mapping[str, Sequence[Delivery]], *, children: int) -> dict[str, float]:
+    """Where the delivering process's CPU goes, both sides measured in the same rounds:
+
+    * the paired ratio, reference delivery ÷ naive loop of the same round (min, median, max), so
+      a reader sees whether ``delivery_sink_cpu`` (the ratio of the medians) clears a target or
+      only straddles it;
+    * each side's fixed cost (its idle run: start-up, nothing sent) and its CPU per child
+      ((median delivery - median idle) ÷ children), and the ratio of the per-child costs."""
+    reference, loop = _cpu(runs["reference-delivery"]), _cpu(runs["naive-loop"])
+    paired = [ref / max(naive, 1e-3) for ref, naive in zip(reference, loop, strict=True)]
+    split = {"reference-delivery.paired_cpu_ratio.min": round(min(paired), 3),
+             "reference-delivery.paired_cpu_ratio.median": round(statistics.median(paired), 3),
+             "reference-delivery.paired_cpu_ratio.max": round(max(paired), 3)}
+    per_child: dict[str, float] = {}
+    for side, idle in (("reference-delivery", "reference-idle"), ("naive-loop", "naive-idle")):
+        fixed = statistics.median(_cpu(runs[idle]))
+        per_child[side] = (statistics.median(_cpu(runs[side])) - fixed) / max(children, 1)
+        split[f"{side}.fixed_cpu_s"] = round(fixed, 3)
+        split[f"{side}.per_child_cpu_ms"] = round(1000 * per_child[side], 3)
+    if per_child["naive-loop"] > 0:
+        split["per_child_cpu_ratio"] = round(per_child["reference-delivery"] / per_child["naive-loop"], 3)
+    return split
+
+
+def _profiled_shares(result: BenchResult, bench: DeliveryBench, work: Path) -> dict[str, float]:
+    """One untimed reference delivery under cProfile: the shares of its own CPU time per area. A
+    profile that was asked for and not written fails a check: a silently missing split once hid
+    that the profiled process never wrote its stats."""
+    stats = work / "delivery.pstats"
+    delivery = bench.reference_delivery_only(profile=stats)
+    written = delivery.ok and stats.exists()
+    result.check(f"{bench.rows}.profile", written,
+                 "profiled delivery: stats written" if written else
+                 f"profiled delivery: exit {delivery.measured.exit_code}, {delivery.ledger_detail}, "
+                 f"stats {'written' if stats.exists() else 'missing'}")
+    return profile_split.split(stats) if written else {}
 
 
 def _one_size(result: BenchResult, spec: SinkSpec, bench: DeliveryBench, *, rounds: int, work: Path,
               profile: bool) -> dict[str, float]:
     reference = spec.name == "reference"
-    runs: dict[str, list[Delivery]] = {"sink": [], "reference-delivery": [], "naive-loop": []}
+    runs: dict[str, list[Delivery]] = {label: [] for label in LABELS}
+    measure: dict[str, Callable[[], Delivery]] = {
+        "sink": lambda: bench.sink(spec), "reference-delivery": bench.reference_delivery_only,
+        "reference-idle": bench.reference_idle, "naive-idle": bench.naive_idle,
+        "naive-loop": lambda: bench.naive("loop")}
     for index in range(rounds):
-        order = ["sink", "reference-delivery", "naive-loop"] if index % 2 == 0 else \
-            ["naive-loop", "reference-delivery", "sink"]
-        for label in order:
-            if label == "sink":
-                runs[label].append(bench.sink(spec))
-            elif label == "reference-delivery" and reference:
-                runs[label].append(bench.reference_delivery_only())
-            elif label == "naive-loop":
-                runs[label].append(bench.naive("loop"))
+        for label in LABELS if index % 2 == 0 else LABELS[::-1]:
+            if reference or label not in REFERENCE_ONLY:
+                runs[label].append(measure[label]())
     rows = bench.rows
     for label, deliveries in runs.items():
         for number, delivery in enumerate(deliveries):
@@ -78,12 +123,15 @@ def _one_size(result: BenchResult, spec: SinkSpec, bench: DeliveryBench, *, roun
     for label, deliveries in runs.items():
         if not deliveries:
             continue
-        for field in ("rows_per_s", "mb_per_s", "wall_s", "sink_cpu_s", "receiver_cpu_s", "peak_rss_mib"):
+        fields = IDLE_FIELDS if label in IDLE else DELIVERY_FIELDS
+        for field in fields:
             summary[f"{label}.{field}"] = round(_median(deliveries, field), 3)
     naive_wall = summary["naive-loop.wall_s"]
     summary["naive-end-to-end.rows_per_s"] = round(rows / (export.wall_s + naive_wall), 1)
+    if reference:
+        summary.update(cpu_split(runs, children=len(bench.bundle["children"])))
     if reference and profile:
-        for area, share in _profiled_shares(bench, work).items():
+        for area, share in _profiled_shares(result, bench, work).items():
             summary[f"reference-delivery.profile_share.{area}"] = share
     return summary
 

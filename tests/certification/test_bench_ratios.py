@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from certification.bench import rss, throughput
-from certification.bench.deliveries import Delivery
+from certification.bench.deliveries import Delivery, DeliveryBench
 from certification.bench.processes import Measured
 from certification.sinks import bundled_sinks
 
@@ -47,6 +47,12 @@ class FakeBench:
     def naive(self, mode: str) -> Delivery:
         return self._make(f"naive-{mode}", 1.0, 0.25, 200.0)
 
+    def reference_idle(self) -> Delivery:
+        return self._make("reference-idle", 0.6, 0.4, 40.0)
+
+    def naive_idle(self) -> Delivery:
+        return self._make("naive-idle", 0.2, 0.15, 30.0)
+
 
 def _patch(monkeypatch: pytest.MonkeyPatch, module: Any, benches: list[FakeBench],
            child_bytes: list[object] | None = None) -> None:
@@ -68,8 +74,15 @@ def test_throughput_ratios_checks_and_alternating_order(monkeypatch: pytest.Monk
     assert result.ratios["delivery_sink_cpu"]["value"] == 4.0  # 1 s vs 0.25 s
     assert result.ratios["end_to_end_rows_per_s"]["value"] == 1.0  # 4 s vs 3 s export + 1 s loop
     assert result.ratios["delivery_rows_per_s"]["better"] == "higher"
-    assert bench.order == ["sink", "reference-delivery", "naive-loop", "naive-loop", "reference-delivery", "sink"]
-    assert result.passed and len(result.checks) == 6
+    assert bench.order == ["sink", "reference-delivery", "reference-idle", "naive-idle", "naive-loop",
+                           "naive-loop", "naive-idle", "reference-idle", "reference-delivery", "sink"]
+    assert result.passed and len(result.checks) == 10
+    figures = result.figures["by_rows"][str(ROWS)]
+    # one child: per child = delivery - idle; (1.0 - 0.4) / (0.25 - 0.15) = 6
+    assert figures["reference-delivery.fixed_cpu_s"] == 0.4 and figures["naive-loop.fixed_cpu_s"] == 0.15
+    assert figures["reference-delivery.per_child_cpu_ms"] == 600.0 and figures["naive-loop.per_child_cpu_ms"] == 100.0
+    assert figures["per_child_cpu_ratio"] == 6.0
+    assert "reference-idle.rows_per_s" not in figures  # an idle run's only figures are its times
     assert result.parameters["bytecode"] == "precompiled before measuring"  # the artifact says how code ran
     lines = result.series["throughput_rows_per_s"]["lines"]
     assert lines["naive-loop"] == [[1000.0, 1000.0]] and lines["reference-delivery"] == [[1000.0, 500.0]]
@@ -103,3 +116,49 @@ def test_rss_ratios_over_two_sizes(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
 def test_rss_needs_two_sizes(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="two source sizes"):
         rss.run(bundled_sinks()["reference"], decoded_bytes=[2_000_000], work=tmp_path)
+
+
+def _cpu_runs(reference: list[float], loop: list[float], idle: tuple[float, float]) -> dict[str, list[Delivery]]:
+    return {"reference-delivery": [_delivery("reference-delivery", 1.0, cpu, 50.0) for cpu in reference],
+            "naive-loop": [_delivery("naive-loop", 1.0, cpu, 50.0) for cpu in loop],
+            "reference-idle": [_delivery("reference-idle", 1.0, idle[0], 50.0)],
+            "naive-idle": [_delivery("naive-idle", 1.0, idle[1], 50.0)]}
+
+
+def test_the_cpu_split_pairs_rounds_and_takes_each_sides_fixed_cost_off() -> None:
+    # rounds: 3.0 / 1.0, 2.0 / 1.0, 4.5 / 1.5: paired 3.0, 2.0, 3.0; the ratio of medians would be 3.0 too
+    split = throughput.cpu_split(_cpu_runs([3.0, 2.0, 4.5], [1.0, 1.0, 1.5], (0.5, 0.25)), children=10)
+    assert (split["reference-delivery.paired_cpu_ratio.min"], split["reference-delivery.paired_cpu_ratio.median"],
+            split["reference-delivery.paired_cpu_ratio.max"]) == (2.0, 3.0, 3.0)
+    assert split["reference-delivery.per_child_cpu_ms"] == 250.0  # (3.0 - 0.5) / 10
+    assert split["naive-loop.per_child_cpu_ms"] == 75.0  # (1.0 - 0.25) / 10
+    assert split["per_child_cpu_ratio"] == round(250 / 75, 3)
+
+
+def test_a_loop_whose_idle_costs_as_much_as_its_delivery_gives_no_per_child_ratio() -> None:
+    split = throughput.cpu_split(_cpu_runs([2.0], [0.5], (1.0, 0.5)), children=4)
+    assert split["naive-loop.per_child_cpu_ms"] == 0.0 and "per_child_cpu_ratio" not in split
+
+
+def test_a_sink_other_than_the_reference_gets_no_idle_runs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    bench = FakeBench()
+    _patch(monkeypatch, throughput, [bench])
+    other = bundled_sinks()["reference"].model_copy(update={"name": "other"})
+    result = throughput.run(other, sizes=[ROWS], rounds=1, work=tmp_path, profile=False)
+    assert bench.order == ["sink", "naive-loop"]
+    assert "per_child_cpu_ratio" not in result.figures["by_rows"][str(ROWS)]
+
+
+class _Receiver:
+    def __init__(self, effects: list[dict[str, Any]]) -> None:
+        self._effects = effects
+
+    def effects(self) -> list[dict[str, Any]]:
+        return self._effects
+
+
+@pytest.mark.parametrize(("effects", "ok"), [([], True), ([{"scope_start": "2026-01-01"}], False)])
+def test_the_idle_loops_ground_truth_is_an_untouched_ledger(effects: list[dict[str, Any]], ok: bool) -> None:
+    bench = object.__new__(DeliveryBench)
+    bench.receiver = _Receiver(effects)  # type: ignore[assignment]
+    assert bench._ledger_empty() == (ok, f"effects={len(effects)} (none expected)")
