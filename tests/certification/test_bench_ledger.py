@@ -94,7 +94,10 @@ def test_profile_areas() -> None:
     assert profile_split.area_of("~", "<method 'execute' of 'sqlite3.Connection' objects>") == "journal"
     assert profile_split.area_of("/v/site-packages/httpcore/_sync/http11.py", "_send") == "transport"
     assert profile_split.area_of("/x/sink/payload/summary_digest.py", "rows_digest") == "verification"
-    assert profile_split.area_of("/x/typer/main.py", "main") == "startup_and_other"
+    assert profile_split.area_of("/x/typer/main.py", "main") == "startup"
+    assert profile_split.area_of("/x/sink/runtime/supervisor.py", "<module>") == "startup"  # a module body
+    assert profile_split.area_of("~", "<built-in method builtins.isinstance>") == profile_split.INHERIT
+    assert profile_split.area_of("/usr/lib/python3.11/pathlib.py", "__truediv__") == profile_split.INHERIT
 
 
 def test_certify_never_imports_locust() -> None:
