@@ -34,6 +34,7 @@ from pathlib import Path
 from threading import BrokenBarrierError
 from typing import Any
 
+from certification.procfs import children_of, stat_fields
 from sink.journal.markers import FileMarkerStore, MayAttemptMarker
 from sink.journal.port import DeliveryJournalPort
 from sink.journal.postgres import open_postgres_journal
@@ -171,19 +172,16 @@ def _work(target: Target, marker_root: str, workload: str, index: int, size: int
 
 
 def server_ticks(data_dir: Path | None) -> dict[int, int] | None:
-    """CPU ticks of every live server process (postmaster children: backends, WAL writer,
-    checkpointer, ...), read from Linux /proc."""
+    """CPU ticks of every live server process (the postmaster and its children: backends, WAL
+    writer, checkpointer, ...), read from Linux /proc."""
     if data_dir is None:
         return None
     try:
         postmaster = int((data_dir / "postmaster.pid").read_text().split()[0])
     except (OSError, ValueError):
         return None
-    ticks: dict[int, int] = {postmaster: _proc_ticks(postmaster)}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and f"\nPPid:\t{postmaster}\n" in _read(entry / "status"):
-            ticks[int(entry.name)] = _proc_ticks(int(entry.name))
-    return ticks
+    ticks = {pid: _proc_ticks(pid) for pid in (postmaster, *children_of(postmaster))}
+    return {pid: spent for pid, spent in ticks.items() if spent is not None}
 
 
 def server_cpu_between(before: dict[int, int] | None, after: dict[int, int] | None) -> float | None:
@@ -196,17 +194,10 @@ def server_cpu_between(before: dict[int, int] | None, after: dict[int, int] | No
     return spent / os.sysconf("SC_CLK_TCK")
 
 
-def _read(path: Path) -> str:
-    try:
-        return path.read_text()
-    except OSError:
-        return ""
-
-
-def _proc_ticks(pid: int) -> int:
-    fields = _read(Path(f"/proc/{pid}/stat")).rsplit(")", 1)[-1].split()
+def _proc_ticks(pid: int) -> int | None:
+    fields = stat_fields(pid)
     # After the command: state(0) ... utime(11) stime(12).
-    return int(fields[11]) + int(fields[12]) if len(fields) > 12 else 0
+    return int(fields[11]) + int(fields[12]) if fields is not None and len(fields) > 12 else None
 
 
 @dataclass(frozen=True)

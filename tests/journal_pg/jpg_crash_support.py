@@ -21,6 +21,7 @@ from typing import Any
 import psycopg
 from jpg_support import publish_marker, submit_request
 
+from certification.procfs import children_of
 from sink.contracts.state import ExecutionState
 from sink.journal.durability import Durability
 from sink.journal.markers import FileMarkerStore
@@ -97,26 +98,13 @@ def _postmaster_pid(cluster: Cluster) -> int:
     return int((cluster.data_dir / "postmaster.pid").read_text().split()[0])
 
 
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-            found.append(int(entry))
-    return found
-
-
 def kill_all_server_processes(cluster: Cluster) -> None:
     """SIGKILL the postmaster and every backend at once (power-cut-like for the processes)."""
     master = _postmaster_pid(cluster)
-    for pid in [master, *_children(master)]:
+    for pid in [master, *children_of(master)]:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
+    # Until the kernel has dropped it (reaped, not only exited): a restart checks the old pid.
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and Path(f"/proc/{master}").exists():
         time.sleep(0.02)
