@@ -107,7 +107,7 @@ class LocalArtifactStore:
 
     def _object_path(self, digest: str) -> Path:
         hexdigest = _hex(digest)
-        return self.root / "objects" / "sha256" / hexdigest[:2] / hexdigest[2:]
+        return self.root.joinpath("objects", "sha256", hexdigest[:2], hexdigest[2:])
 
     def put(self, chunks: Iterable[bytes], *, expected_digest: str | None = None) -> ArtifactRef:
         tmp = self.root / "tmp" / f"{uuid.uuid4().hex}.part"

@@ -8,6 +8,7 @@ conservative character set per location, so the renderer's percent-encoding is t
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from enum import StrEnum
@@ -71,11 +72,13 @@ def _check_traversal(value: str) -> None:
         raise contract_error("contract.path_traversal", "'.' or '..' segments are not allowed")
 
 
+@functools.lru_cache(maxsize=512)
 def template_symbols(value: str, location: TemplateLocation) -> tuple[str, ...]:
     """Validate ``value`` as a template for ``location``; return the placeholder symbols in order.
 
     Raises ``PydanticCustomError`` with a stable ``contract.*`` code; the message never repeats
-    the value.
+    the value. Cached: a pure function of its arguments (a refusal is not cached and is raised
+    again), and every request a delivery renders checks the plan's few templates once more.
     """
     if len(value) > MAX_TEMPLATE_LENGTH:
         raise contract_error("contract.invalid_value", f"longer than {MAX_TEMPLATE_LENGTH} characters")

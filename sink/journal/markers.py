@@ -14,6 +14,7 @@ never sees a half-written marker; the parent directories are fsynced after the l
 from __future__ import annotations
 
 import errno
+import functools
 import hashlib
 import json
 import os
@@ -149,8 +150,10 @@ class MarkerStore(Protocol):
         """Whether a not-sent attestation exists for this attempt and names its current grant claim."""
 
 
+@functools.lru_cache(maxsize=64)
 def namespace_key(operation_namespace: str) -> str:
-    # Namespaces may contain ':' or '/'; the directory name is a digest of it.
+    # Namespaces may contain ':' or '/'; the directory name is a digest of it. Cached: a process
+    # delivers a few namespaces and builds a marker path several times per attempt.
     return hashlib.sha256(operation_namespace.encode()).hexdigest()[:32]
 
 
@@ -198,7 +201,7 @@ class FileMarkerStore:
         require_ident(operation_id, "operation_id")
         if "/" in operation_id or operation_id.startswith("."):
             raise ValueError("operation_id must not contain '/' or start with '.'")
-        return self._root / namespace_key(operation_namespace) / operation_id / f"{attempt_ordinal:010d}.json"
+        return self._root.joinpath(namespace_key(operation_namespace), operation_id, f"{attempt_ordinal:010d}.json")
 
     def create_if_absent(self, marker: MayAttemptMarker) -> StoredMarker:
         final = self._path(marker.operation_namespace, marker.operation_id, marker.attempt_ordinal)
