@@ -9,9 +9,10 @@ alternating between rounds so that machine drift hits each alike:
   sealed and admitted in an untimed first run (stopped at a failpoint before anything was sent),
   through ``delivery resume``: journal, markers, leases, fences and verification, nothing else;
 * ``naive-loop``: a plain httpx loop posting the ``delivery bundle`` bodies (no durability);
-* ``reference-idle`` and ``naive-idle`` (with the reference sink): each side's fixed cost, a
-  resume of a parent already delivered and the loop over an empty bundle; they send nothing, and
-  split each side's CPU into start-up and CPU per child (``cpu_split``).
+* ``reference-idle`` and ``naive-idle`` (with the reference sink, from ``MIN_SPLIT_CHILDREN``
+  children): each side's fixed cost, a resume of a parent already delivered and the loop over an
+  empty bundle; they send nothing, and split each side's CPU into start-up and CPU per child
+  (``cpu_split``).
 
 Ratios: ``delivery_rows_per_s`` = reference-delivery ÷ naive loop (issue 9's target >= 0.9) and
 ``end_to_end_rows_per_s`` = the sink's run ÷ (bundle export + naive loop), both rows/s, wall clock.
@@ -46,6 +47,9 @@ LABELS = ("sink", "reference-delivery", "reference-idle", "naive-idle", "naive-l
 """One round's measured deliveries, in this order on even rounds and reversed on odd ones."""
 REFERENCE_ONLY = frozenset({"reference-delivery", "reference-idle", "naive-idle"})
 """Measured for the bundled reference sink only (``delivery resume`` is its command)."""
+MIN_SPLIT_CHILDREN = 10
+"""The idle runs (and the CPU split) need this many children: with a few 64 MB children a cost
+per child is noise, and the reference's idle run delivers the whole source once more untimed."""
 IDLE = frozenset({"reference-idle", "naive-idle"})
 """Fixed-cost runs: they send nothing, so only their times mean something."""
 DELIVERY_FIELDS = ("rows_per_s", "mb_per_s", "wall_s", "sink_cpu_s", "receiver_cpu_s", "peak_rss_mib")
@@ -106,9 +110,10 @@ def _one_size(result: BenchResult, spec: SinkSpec, bench: DeliveryBench, *, roun
         "sink": lambda: bench.sink(spec), "reference-delivery": bench.reference_delivery_only,
         "reference-idle": bench.reference_idle, "naive-idle": bench.naive_idle,
         "naive-loop": lambda: bench.naive("loop")}
+    split = reference and len(bench.bundle["children"]) >= MIN_SPLIT_CHILDREN
     for index in range(rounds):
         for label in LABELS if index % 2 == 0 else LABELS[::-1]:
-            if reference or label not in REFERENCE_ONLY:
+            if (reference or label not in REFERENCE_ONLY) and (split or label not in IDLE):
                 runs[label].append(measure[label]())
     rows = bench.rows
     for label, deliveries in runs.items():
@@ -128,7 +133,7 @@ def _one_size(result: BenchResult, spec: SinkSpec, bench: DeliveryBench, *, roun
             summary[f"{label}.{field}"] = round(_median(deliveries, field), 3)
     naive_wall = summary["naive-loop.wall_s"]
     summary["naive-end-to-end.rows_per_s"] = round(rows / (export.wall_s + naive_wall), 1)
-    if reference:
+    if split:
         summary.update(cpu_split(runs, children=len(bench.bundle["children"])))
     if reference and profile:
         for area, share in _profiled_shares(result, bench, work).items():

@@ -62,3 +62,21 @@ def test_a_sink_that_lies_is_a_wrong_result_beside_a_passing_baseline(tmp_path: 
     assert checks["200.naive-loop.0"]["passed"]
     assert document["verdict"] == "FAIL" and "200.sink.0" in result.output
     assert workspace.TOKEN.encode() not in data  # the bench's bearer token never reaches evidence
+
+
+def test_the_reference_with_small_children_gets_its_cpu_split_and_profile(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["bench", "throughput", "--rows", "1200", "--child-bytes", "20000", "--rounds", "1",
+                                 "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    document = json.loads(artifact_path(out, "throughput").read_bytes())
+    (rows, figures), = document["figures"]["by_rows"].items()
+    assert figures["children"] >= 10
+    checks = document["checks"]
+    # the idle resume sent nothing again (each scope once), the idle loop sent nothing at all
+    assert checks[f"{rows}.reference-idle.0"]["passed"] and "doubled=0" in checks[f"{rows}.reference-idle.0"]["detail"]
+    assert checks[f"{rows}.naive-idle.0"]["detail"].startswith("exit 0; effects=0")
+    assert figures["reference-delivery.per_child_cpu_ms"] > 0 and figures["naive-loop.fixed_cpu_s"] > 0
+    assert checks[f"{rows}.profile"]["passed"]  # the profiled resume wrote its stats
+    shares = {k.rsplit(".", 1)[1]: v for k, v in figures.items() if ".profile_share." in k}
+    assert shares["journal"] > 0 and shares["transport"] > 0 and shares["startup"] > 0

@@ -26,9 +26,9 @@ def _delivery(label: str, wall: float, cpu: float, rss_mib: float, ok: bool = Tr
 class FakeBench:
     """Deliveries with fixed wall times: reference delivery 2 s, naive loop 1 s, the sink's run 4 s."""
 
-    def __init__(self, *, failing: str | None = None, scale: float = 1.0) -> None:
+    def __init__(self, *, failing: str | None = None, scale: float = 1.0, children: int = 10) -> None:
         self.rows, self.wire_bytes = ROWS, 2_000_000
-        self.bundle: dict[str, list[dict[str, Any]]] = {"children": [{}]}
+        self.bundle: dict[str, list[dict[str, Any]]] = {"children": [{}] * children}
         self.bundle_export = Measured(0, "", 3.0, 2.0, 0.0, 60.0)
         self.failing, self.scale = failing, scale
         self.order: list[str] = []
@@ -78,9 +78,9 @@ def test_throughput_ratios_checks_and_alternating_order(monkeypatch: pytest.Monk
                            "naive-loop", "naive-idle", "reference-idle", "reference-delivery", "sink"]
     assert result.passed and len(result.checks) == 10
     figures = result.figures["by_rows"][str(ROWS)]
-    # one child: per child = delivery - idle; (1.0 - 0.4) / (0.25 - 0.15) = 6
+    # ten children: per child = (delivery - idle) / 10; (1.0 - 0.4) / (0.25 - 0.15) = 6
     assert figures["reference-delivery.fixed_cpu_s"] == 0.4 and figures["naive-loop.fixed_cpu_s"] == 0.15
-    assert figures["reference-delivery.per_child_cpu_ms"] == 600.0 and figures["naive-loop.per_child_cpu_ms"] == 100.0
+    assert figures["reference-delivery.per_child_cpu_ms"] == 60.0 and figures["naive-loop.per_child_cpu_ms"] == 10.0
     assert figures["per_child_cpu_ratio"] == 6.0
     assert "reference-idle.rows_per_s" not in figures  # an idle run's only figures are its times
     assert result.parameters["bytecode"] == "precompiled before measuring"  # the artifact says how code ran
@@ -162,3 +162,11 @@ def test_the_idle_loops_ground_truth_is_an_untouched_ledger(effects: list[dict[s
     bench = object.__new__(DeliveryBench)
     bench.receiver = _Receiver(effects)  # type: ignore[assignment]
     assert bench._ledger_empty() == (ok, f"effects={len(effects)} (none expected)")
+
+
+def test_too_few_children_for_a_split_get_no_idle_runs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    bench = FakeBench(children=throughput.MIN_SPLIT_CHILDREN - 1)
+    _patch(monkeypatch, throughput, [bench])
+    result = throughput.run(bundled_sinks()["reference"], sizes=[ROWS], rounds=1, work=tmp_path, profile=False)
+    assert bench.order == ["sink", "reference-delivery", "naive-loop"]
+    assert "per_child_cpu_ratio" not in result.figures["by_rows"][str(ROWS)]
