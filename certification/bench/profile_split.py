@@ -7,7 +7,8 @@ A function's own time goes to the area its file names: the sink's packages, and 
 that do one area's work (``sqlite3`` calls and ``fsync`` are the journal's, httpcore, h11 and socket
 calls the transport's, imports, module bodies, Typer and pydantic start-up). Code that belongs to
 no area (built-ins such as ``isinstance``, ``dataclasses``, ``pathlib``, ``contextlib``, the sink's
-shared helpers) is charged to whoever called it, in proportion to the time each caller spent in it:
+shared helpers) is charged to whoever called it, in proportion to the time each caller spent in it
+(its cumulative time through that caller; a recursive helper's inner calls are its outermost one's):
 ``isinstance`` called by the journal's codec is journal time. Charging it by its own name instead
 put about 70 % of a resume in one "other" bucket that said nothing.
 """
@@ -83,8 +84,12 @@ class _Attribution:
             return {}
         weights: dict[Func, float] = {}
         for caller, figures in entry[4].items():
-            # cProfile's per-caller tuple: (calls, primitive calls, own time, cumulative time).
-            weights[caller] = float(figures[2]) if len(figures) > 2 and figures[2] > 0 else float(figures[1]) * 1e-9
+            if caller == func:
+                continue  # recursion: the outermost call's callers decide
+            # cProfile's per-caller tuple: (calls, primitive calls, own time, cumulative time). The
+            # cumulative time through each caller weighs it: for a recursive helper the outermost
+            # call's own time is nearly nothing, its inner calls carry the time.
+            weights[caller] = float(figures[3]) if len(figures) > 3 and figures[3] > 0 else float(figures[1]) * 1e-9
         return weights
 
     def _combine(self, callers: dict[Func, float]) -> dict[str, float]:
